@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds and runs every test, the way CI does:
+#   1. all tests under AddressSanitizer + UndefinedBehaviorSanitizer (cuda backend built; its
+#      GPU tests skip without a GPU);
+#   2. the threaded tests (label `threaded`) under ThreadSanitizer;
+#   3. the libFuzzer targets with clang, each for FUZZ_SECONDS (default 20) from its corpus;
+#   4. an install, and a separate CMake project that find_package(streamsafe)s it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+fuzz_seconds=${FUZZ_SECONDS:-20}
+root=$PWD/build/ci
+
+stage() { printf '\n=== %s ===\n' "$*"; }
+
+stage "1/4 AddressSanitizer + UndefinedBehaviorSanitizer: all tests"
+cmake -S . -B "$root/asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1" \
+      -DSTREAMSAFE_SANITIZE=address,undefined -DSTREAMSAFE_BENCHMARKS=OFF
+cmake --build "$root/asan" -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:protect_shadow_gap=0 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir "$root/asan" --output-on-failure -j "$jobs" --timeout 900
+
+stage "2/4 ThreadSanitizer: threaded tests"
+cmake -S . -B "$root/tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1" \
+      -DSTREAMSAFE_SANITIZE=thread -DSTREAMSAFE_CUDA=OFF -DSTREAMSAFE_BENCHMARKS=OFF -DSTREAMSAFE_FUZZ=OFF
+cmake --build "$root/tsan" -j "$jobs"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir "$root/tsan" --output-on-failure -L threaded --timeout 900
+
+stage "3/4 libFuzzer targets (clang), ${fuzz_seconds}s each"
+cmake -S . -B "$root/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+      -DSTREAMSAFE_SANITIZE=address,undefined -DSTREAMSAFE_CUDA=OFF -DSTREAMSAFE_TESTS=OFF \
+      -DSTREAMSAFE_BENCHMARKS=OFF
+fuzz_targets=$(sed -n 's/^ *streamsafe_fuzz_target(\([a-z_]*\) .*/\1/p' fuzz/*.cmake 2>/dev/null || true)
+for target in $fuzz_targets; do
+  cmake --build "$root/fuzz" -j "$jobs" --target "$target"
+  corpus=$(sed -n "s/^ *streamsafe_fuzz_target($target [^ ]* \([^)]*\)).*/\1/p" fuzz/*.cmake)
+  work=$(mktemp -d)
+  cp -r "fuzz/$corpus/." "$work/"
+  "$root/fuzz/fuzz/$target" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 -print_final_stats=1 "$work" 2>&1 \
+    | grep -E "stat::number_of_executed_units|Done|ERROR|SUMMARY" || true
+  test "${PIPESTATUS[0]}" -eq 0
+  rm -rf "$work"
+done
+
+stage "4/4 install, then find_package(streamsafe) from another project"
+cmake --install "$root/asan" --prefix "$root/prefix" >/dev/null
+cmake -S tests/install_consumer -B "$root/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$root/prefix" \
+      -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
+cmake --build "$root/consumer"
+"$root/consumer/consumer"
+
+stage "all stages passed"

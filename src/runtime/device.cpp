@@ -1,0 +1,49 @@
+#include "streamsafe/device.hpp"
+
+#include "common/expects.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/device_impl.hpp"
+#include "runtime/event_pool_state.hpp"
+#include "runtime/stream_impl.hpp"
+
+namespace streamsafe {
+
+Device::Device(std::shared_ptr<detail::DeviceImpl> impl) : impl_(std::move(impl)) {
+  SS_EXPECTS(impl_ != nullptr, "Device: null device");
+}
+
+Device Device::best(const sim_options& options) {
+  return cuda_device_count() > 0 ? cuda(0) : sim(options);
+}
+
+Device Device::cuda(int ordinal) { return Device(detail::make_cuda_device(ordinal)); }
+
+Device Device::sim(const sim_options& options) { return Device(detail::make_sim_device(options)); }
+
+int Device::cuda_device_count() noexcept { return detail::cuda_device_count(); }
+
+backend_kind Device::backend() const { return impl_->kind(); }
+std::string Device::name() const { return impl_->name(); }
+int Device::ordinal() const { return impl_->ordinal(); }
+
+void* Device::allocate(std::size_t bytes) { return impl_->allocate_device(bytes); }
+void Device::deallocate(void* ptr) { impl_->free_device(ptr); }
+void* Device::allocate_pinned(std::size_t bytes) { return impl_->allocate_pinned(bytes); }
+void Device::deallocate_pinned(void* ptr) { impl_->free_pinned(ptr); }
+memory_info Device::memory() const { return impl_->memory(); }
+void Device::synchronize() { impl_->synchronize(); }
+StreamRef Device::default_stream() const { return StreamRef(&impl_->default_stream()); }
+
+namespace detail {
+
+EventPoolState& DeviceImpl::internal_event_pool() {
+  std::lock_guard lock(internal_pool_mutex_);
+  if (!internal_pool_) {
+    internal_pool_ = std::make_shared<EventPoolState>(handle(device_hold::borrowed), event_timing::disabled,
+                                                      device_hold::borrowed);
+  }
+  return *internal_pool_;
+}
+
+}  // namespace detail
+}  // namespace streamsafe

@@ -1,0 +1,80 @@
+#include "streamsafe/event.hpp"
+
+#include <atomic>
+
+#include "common/expects.hpp"
+#include "runtime/device_impl.hpp"
+#include "runtime/event_impl.hpp"
+#include "runtime/stream_impl.hpp"
+
+namespace streamsafe {
+
+namespace detail {
+
+namespace {
+event_id next_event_id() {
+  static std::atomic<std::uint64_t> counter{0};
+  return event_id{++counter};
+}
+}  // namespace
+
+EventImpl::EventImpl(std::shared_ptr<DeviceImpl> device, event_timing timing)
+    : device_(std::move(device)), id_(next_event_id()), timing_(timing) {}
+
+}  // namespace detail
+
+detail::EventImpl& EventRef::impl() const {
+  SS_EXPECTS(impl_ != nullptr, "use of a moved-from Event");
+  return *impl_;
+}
+
+event_id EventRef::id() const { return impl().id(); }
+Device EventRef::device() const { return Device(impl().device_handle()); }
+event_timing EventRef::timing() const { return impl().timing(); }
+
+void EventRef::record(StreamRef stream) {
+  auto& self = impl();
+  auto& target = stream.impl();
+  SS_EXPECTS(&self.device() == &target.device(), "Event::record: event ", static_cast<std::uint64_t>(self.id()),
+             " is on ", self.device().name(), " but stream '", target.name(), "' is on ", target.device().name());
+  self.record(target);
+}
+
+void EventRef::synchronize() { impl().synchronize(); }
+bool EventRef::query() { return impl().query(); }
+
+float elapsed_ms(const EventRef& start, const EventRef& end) {
+  auto& from = start.impl();
+  auto& to = end.impl();
+  auto describe = [](const detail::EventImpl& e) { return static_cast<std::uint64_t>(e.id()); };
+  SS_EXPECTS(&from.device() == &to.device(), "elapsed_ms: events ", describe(from), " and ", describe(to),
+             " are on different devices");
+  SS_EXPECTS(from.timing() == event_timing::enabled && to.timing() == event_timing::enabled,
+             "elapsed_ms: events ", describe(from), " and ", describe(to),
+             " must both be created with event_timing::enabled");
+  SS_EXPECTS(from.ever_recorded() && to.ever_recorded(), "elapsed_ms: event ",
+             describe(from.ever_recorded() ? to : from), " was never recorded");
+  SS_EXPECTS(from.query() && to.query(), "elapsed_ms: event ", describe(from.query() ? to : from),
+             " has not completed (synchronize it first)");
+  return to.elapsed_ms_since(from);
+}
+
+Event::Event(const Device& device, event_timing timing) : owned_(device.impl().create_event(timing)) {
+  impl_ = owned_.get();
+}
+
+Event::~Event() = default;
+
+Event::Event(Event&& other) noexcept : owned_(std::move(other.owned_)) {
+  impl_ = owned_.get();
+  other.impl_ = nullptr;
+}
+
+Event& Event::operator=(Event&& other) noexcept {
+  owned_ = std::move(other.owned_);
+  impl_ = owned_.get();
+  other.impl_ = nullptr;
+  return *this;
+}
+
+}  // namespace streamsafe

@@ -1,0 +1,98 @@
+#include "streamsafe/stream.hpp"
+
+#include <atomic>
+
+#include "common/expects.hpp"
+#include "runtime/device_impl.hpp"
+#include "runtime/event_impl.hpp"
+#include "runtime/event_pool_state.hpp"
+#include "runtime/stream_impl.hpp"
+
+namespace streamsafe {
+
+namespace detail {
+
+namespace {
+stream_id next_stream_id() {
+  static std::atomic<std::uint64_t> counter{0};
+  return stream_id{++counter};
+}
+}  // namespace
+
+StreamImpl::StreamImpl(std::shared_ptr<DeviceImpl> device, const stream_options& options)
+    : device_(std::move(device)), id_(next_stream_id()), name_(options.name) {
+  if (name_.empty()) name_ = "stream" + std::to_string(static_cast<std::uint64_t>(id_));
+}
+
+}  // namespace detail
+
+detail::StreamImpl& StreamRef::impl() const {
+  SS_EXPECTS(impl_ != nullptr, "use of a moved-from Stream");
+  return *impl_;
+}
+
+stream_id StreamRef::id() const { return impl().id(); }
+const std::string& StreamRef::name() const { return impl().name(); }
+Device StreamRef::device() const { return Device(impl().device_handle()); }
+
+void StreamRef::wait(const EventRef& event) {
+  auto& self = impl();
+  auto& ev = event.impl();
+  SS_EXPECTS(&ev.device() == &self.device(), "Stream::wait: stream '", self.name(), "' is on ",
+             self.device().name(), " but event ", static_cast<std::uint64_t>(ev.id()), " is on ",
+             ev.device().name());
+  self.wait(ev);
+}
+
+void StreamRef::wait(StreamRef other) {
+  auto& self = impl();
+  auto& producer = other.impl();
+  SS_EXPECTS(&producer.device() == &self.device(), "Stream::wait: stream '", self.name(), "' is on ",
+             self.device().name(), " but stream '", producer.name(), "' is on ", producer.device().name());
+  auto& pool = self.device().internal_event_pool();
+  auto marker = pool.take();
+  marker->record(producer);
+  self.wait(*marker);
+  pool.give_back(std::move(marker));
+}
+
+void StreamRef::synchronize() { impl().synchronize(); }
+bool StreamRef::query() { return impl().query(); }
+
+void StreamRef::launch(const kernel& work) { impl().launch(work); }
+
+void StreamRef::copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  SS_EXPECTS(dst != nullptr && src != nullptr, "Stream::copy on '", impl().name(), "': null pointer (dst ",
+             dst, ", src ", src, ") for ", bytes, " bytes");
+  impl().copy(dst, src, bytes);
+}
+
+void StreamRef::fill(void* dst, std::uint8_t value, std::size_t bytes) {
+  if (bytes == 0) return;
+  SS_EXPECTS(dst != nullptr, "Stream::fill on '", impl().name(), "': null pointer for ", bytes, " bytes");
+  impl().fill(dst, value, bytes);
+}
+
+native_stream StreamRef::native() const { return impl().native(); }
+
+Stream::Stream(const Device& device, stream_options options)
+    : owned_(device.impl().create_stream(options)) {
+  impl_ = owned_.get();
+}
+
+Stream::~Stream() = default;
+
+Stream::Stream(Stream&& other) noexcept : owned_(std::move(other.owned_)) {
+  impl_ = owned_.get();
+  other.impl_ = nullptr;
+}
+
+Stream& Stream::operator=(Stream&& other) noexcept {
+  owned_ = std::move(other.owned_);
+  impl_ = owned_.get();
+  other.impl_ = nullptr;
+  return *this;
+}
+
+}  // namespace streamsafe

@@ -1,0 +1,68 @@
+// `streamsafe demo` and `--version` as a user runs them.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <regex>
+#include <string>
+
+namespace {
+
+struct run_result {
+  int exit_code;
+  std::string output;
+};
+
+run_result run(const std::string& arguments) {
+  const std::string command = std::string(STREAMSAFE_CLI) + " " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WEXITSTATUS(status), output};
+}
+
+long figure(const std::string& json, const std::string& key) {
+  std::smatch match;
+  if (!std::regex_search(json, match, std::regex("\"" + key + "\":([0-9]+)"))) return -1;
+  return std::stol(match[1]);
+}
+
+TEST(DemoCli, VersionNamesTheBackends) {
+  auto result = run("--version");
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_THAT(result.output, ::testing::ContainsRegex("backends:( cuda)? sim"));
+}
+
+TEST(DemoCli, SimExposesTheMissingWaitForEverySeedAndTheFixNever) {
+  for (int seed = 1; seed <= 5; ++seed) {
+    auto result = run("demo --backend sim --json --trials 4 --seed " + std::to_string(seed));
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_EQ(figure(result.output, "trials"), 4);
+    EXPECT_GT(figure(result.output, "buggy_corrupted"), 0) << result.output;
+    EXPECT_EQ(figure(result.output, "fixed_corrupted"), 0) << result.output;
+    EXPECT_THAT(result.output, ::testing::HasSubstr("\"backend\":\"sim\""));
+  }
+}
+
+TEST(DemoCli, TextOutputTellsTheStory) {
+  auto result = run("demo --backend sim --trials 3");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, ::testing::HasSubstr("without wait_event: 3/3 trials corrupted"));
+  EXPECT_THAT(result.output, ::testing::HasSubstr("with wait_event:    0/3 trials corrupted"));
+}
+
+TEST(DemoCli, BadOptionsAreRejectedWithTheirName) {
+  auto unknown = run("demo --frobnicate");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.output, ::testing::HasSubstr("--frobnicate"));
+  auto bad_number = run("demo --trials many");
+  EXPECT_EQ(bad_number.exit_code, 2);
+  EXPECT_THAT(bad_number.output, ::testing::HasSubstr("--trials"));
+  auto bad_backend = run("demo --backend tpu");
+  EXPECT_EQ(bad_backend.exit_code, 2);
+  EXPECT_THAT(bad_backend.output, ::testing::HasSubstr("tpu"));
+}
+
+}  // namespace

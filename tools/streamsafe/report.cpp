@@ -1,0 +1,11 @@
+// The report subcommand is not in this build yet.
+#include <iostream>
+
+#include "commands.hpp"
+
+namespace streamsafe::cli {
+int run_report(const std::vector<std::string>&) {
+  std::cerr << "streamsafe report: not in this build yet\n";
+  return 2;
+}
+}  // namespace streamsafe::cli
