@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs the GPU test suites, the demo and the benchmarks on a machine with a GPU, from binaries
+# built elsewhere (bench/stage_gpu_binaries.sh) and carried in .device-build/. Every output goes
+# to $OUT (the device tool brings it back); results are then committed under bench/results/.
+#   usage: bench/gpu_session.sh [PART...]   (parts: tests demo runtime alloc hazard monitor; default all)
+set -uo pipefail
+bin=.device-build/bin
+export LD_LIBRARY_PATH="$PWD/.device-build/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+out=${OUT:-/tmp/streamsafe-gpu}
+mkdir -p "$out"
+parts=${*:-tests demo runtime alloc hazard monitor}
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "host: $(hostname)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader
+  lscpu | grep -E "Model name|^CPU\(s\)"
+  git log -1 --format='commit: %H %s' 2>/dev/null || true
+} > "$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+
+for part in $parts; do
+  case $part in
+    tests)
+      for t in "$bin"/*_test; do
+        [ -x "$t" ] || continue
+        name=$(basename "$t")
+        "$t" --gtest_brief=1 > "$out/test_$name.txt" 2>&1
+        echo "$name: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/test_$name.txt" | tr '\n' ' ')"
+      done ;;
+    demo)
+      "$bin/streamsafe" --version > "$out/demo.txt" 2>&1
+      "$bin/streamsafe" demo --backend cuda --trials 20 >> "$out/demo.txt" 2>&1
+      for seed in 1 2 3; do "$bin/streamsafe" demo --backend cuda --json --trials 20 --seed $seed >> "$out/demo.txt" 2>&1; done
+      tail -4 "$out/demo.txt" ;;
+    *)
+      [ -x "$bin/${part}_bench" ] || { echo "no ${part}_bench"; continue; }
+      "$bin/${part}_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+        --benchmark_out="$out/${part}_bench.json" --benchmark_out_format=json > "$out/${part}_bench.txt" 2>&1
+      echo "${part}_bench: exit $?"; grep -E "_median|ERROR" "$out/${part}_bench.txt" | head -60 ;;
+  esac
+done
