@@ -96,6 +96,7 @@ class Stream : public StreamRef {
   Stream& operator=(const Stream&) = delete;
 
  private:
+  void release() noexcept;  // destroys the owned stream, telling the device's observers
   std::unique_ptr<detail::StreamImpl> owned_;
 };
 

@@ -8,4 +8,5 @@
 #include "streamsafe/event.hpp"
 #include "streamsafe/event_pool.hpp"
 #include "streamsafe/kernel.hpp"
+#include "streamsafe/runtime_observer.hpp"
 #include "streamsafe/stream.hpp"

@@ -5,6 +5,7 @@
 #include "runtime/device_impl.hpp"
 #include "runtime/event_pool_state.hpp"
 #include "runtime/stream_impl.hpp"
+#include "streamsafe/runtime_observer.hpp"
 
 namespace streamsafe {
 
@@ -31,7 +32,10 @@ void Device::deallocate(void* ptr) { impl_->free_device(ptr); }
 void* Device::allocate_pinned(std::size_t bytes) { return impl_->allocate_pinned(bytes); }
 void Device::deallocate_pinned(void* ptr) { impl_->free_pinned(ptr); }
 memory_info Device::memory() const { return impl_->memory(); }
-void Device::synchronize() { impl_->synchronize(); }
+void Device::synchronize() {
+  impl_->synchronize();
+  impl_->observers().each([](RuntimeObserver& o) { o.on_device_synchronize(); });
+}
 StreamRef Device::default_stream() const { return StreamRef(&impl_->default_stream()); }
 
 namespace detail {

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "runtime/observers.hpp"
 #include "streamsafe/backend_kind.hpp"
 #include "streamsafe/device.hpp"
 #include "streamsafe/event.hpp"
@@ -45,6 +46,7 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
 
   /// The pool behind StreamRef::wait(StreamRef); created on first use.
   [[nodiscard]] EventPoolState& internal_event_pool();
+  [[nodiscard]] Observers& observers() noexcept { return observers_; }
 
  protected:
   /// Backends call this first in their destructor: pooled events must go before what they use.
@@ -58,6 +60,7 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   }
 
  private:
+  Observers observers_;
   std::shared_ptr<EventPoolState> internal_pool_;
   std::mutex internal_pool_mutex_;
 };

@@ -6,6 +6,7 @@
 #include "runtime/device_impl.hpp"
 #include "runtime/event_impl.hpp"
 #include "runtime/stream_impl.hpp"
+#include "streamsafe/runtime_observer.hpp"
 
 namespace streamsafe {
 
@@ -38,9 +39,13 @@ void EventRef::record(StreamRef stream) {
   SS_EXPECTS(&self.device() == &target.device(), "Event::record: event ", static_cast<std::uint64_t>(self.id()),
              " is on ", self.device().name(), " but stream '", target.name(), "' is on ", target.device().name());
   self.record(target);
+  self.device().observers().each([&](RuntimeObserver& o) { o.on_event_record(*this, stream); });
 }
 
-void EventRef::synchronize() { impl().synchronize(); }
+void EventRef::synchronize() {
+  impl().synchronize();
+  impl().device().observers().each([&](RuntimeObserver& o) { o.on_event_synchronize(*this); });
+}
 bool EventRef::query() { return impl().query(); }
 
 float elapsed_ms(const EventRef& start, const EventRef& end) {

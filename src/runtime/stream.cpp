@@ -7,6 +7,7 @@
 #include "runtime/event_impl.hpp"
 #include "runtime/event_pool_state.hpp"
 #include "runtime/stream_impl.hpp"
+#include "streamsafe/runtime_observer.hpp"
 
 namespace streamsafe {
 
@@ -42,6 +43,7 @@ void StreamRef::wait(const EventRef& event) {
              self.device().name(), " but event ", static_cast<std::uint64_t>(ev.id()), " is on ",
              ev.device().name());
   self.wait(ev);
+  self.device().observers().each([&](RuntimeObserver& o) { o.on_stream_wait(*this, event); });
 }
 
 void StreamRef::wait(StreamRef other) {
@@ -51,27 +53,36 @@ void StreamRef::wait(StreamRef other) {
              self.device().name(), " but stream '", producer.name(), "' is on ", producer.device().name());
   auto& pool = self.device().internal_event_pool();
   auto marker = pool.take();
-  marker->record(producer);
-  self.wait(*marker);
+  EventRef(marker.get()).record(other);
+  wait(EventRef(marker.get()));
   pool.give_back(std::move(marker));
 }
 
-void StreamRef::synchronize() { impl().synchronize(); }
+void StreamRef::synchronize() {
+  impl().synchronize();
+  impl().device().observers().each([&](RuntimeObserver& o) { o.on_stream_synchronize(*this); });
+}
+
 bool StreamRef::query() { return impl().query(); }
 
-void StreamRef::launch(const kernel& work) { impl().launch(work); }
+void StreamRef::launch(const kernel& work) {
+  impl().launch(work);
+  impl().device().observers().each([&](RuntimeObserver& o) { o.on_launch(*this, work); });
+}
 
 void StreamRef::copy(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   SS_EXPECTS(dst != nullptr && src != nullptr, "Stream::copy on '", impl().name(), "': null pointer (dst ",
              dst, ", src ", src, ") for ", bytes, " bytes");
   impl().copy(dst, src, bytes);
+  impl().device().observers().each([&](RuntimeObserver& o) { o.on_copy(*this, dst, src, bytes); });
 }
 
 void StreamRef::fill(void* dst, std::uint8_t value, std::size_t bytes) {
   if (bytes == 0) return;
   SS_EXPECTS(dst != nullptr, "Stream::fill on '", impl().name(), "': null pointer for ", bytes, " bytes");
   impl().fill(dst, value, bytes);
+  impl().device().observers().each([&](RuntimeObserver& o) { o.on_fill(*this, dst, bytes); });
 }
 
 native_stream StreamRef::native() const { return impl().native(); }
@@ -79,9 +90,18 @@ native_stream StreamRef::native() const { return impl().native(); }
 Stream::Stream(const Device& device, stream_options options)
     : owned_(device.impl().create_stream(options)) {
   impl_ = owned_.get();
+  owned_->device().observers().each([&](RuntimeObserver& o) { o.on_stream_created(*this); });
 }
 
-Stream::~Stream() = default;
+Stream::~Stream() { release(); }
+
+void Stream::release() noexcept {
+  if (!owned_) return;
+  const auto id = owned_->id();
+  auto device = owned_->device_handle();
+  owned_.reset();
+  device->observers().each([&](RuntimeObserver& o) { o.on_stream_destroyed(id); });
+}
 
 Stream::Stream(Stream&& other) noexcept : owned_(std::move(other.owned_)) {
   impl_ = owned_.get();
@@ -89,6 +109,8 @@ Stream::Stream(Stream&& other) noexcept : owned_(std::move(other.owned_)) {
 }
 
 Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this == &other) return *this;
+  release();
   owned_ = std::move(other.owned_);
   impl_ = owned_.get();
   other.impl_ = nullptr;
