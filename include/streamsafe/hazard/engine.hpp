@@ -1,0 +1,107 @@
+// The happens-before engine (GUIDE.md section 3). Agents are the streams and the host; each has a
+// vector clock. The engine is told every op a program performs, in the order the host issued
+// them, and finds the accesses that are not ordered.
+//
+// Ordering rules, exactly:
+//  - ops on one stream are ordered; host ops are ordered;
+//  - an op enqueued on a stream is ordered after everything the host did or observed before;
+//  - event_record(E, S) copies S's clock into E (a later record replaces it);
+//  - stream_wait_event(S, E) joins E's clock into S; waiting on a never-recorded event is a no-op
+//    and yields `wait_unrecorded`; a wait that adds nothing yields `redundant_wait`;
+//  - event_sync / stream_sync / device_sync join E / S / every stream into the host;
+//  - free(p) ends a lifetime. Its release point is the join of the allocation stream's clock and
+//    the clocks of every stream given to record_stream(p, .), taken at the free. Accesses of the
+//    old lifetime ordered before the release point are forgotten; the others are kept, and a
+//    new-lifetime access unordered with one of them is a `reuse_race`;
+//  - touching freed bytes before they are allocated again is a `use_after_free`.
+// Bytes never named by alloc have no lifetime: they are simply accessed.
+//
+// Each hazard is reported once per pair of conflicting ops, at the later op.
+// Cost: an access is O(1) in the number of streams in the common case (FastTrack epochs: the
+// last write is one epoch, reads are one epoch until two streams read concurrently), plus
+// O(log n) in the number of distinct byte ranges tracked.
+//
+// Thread safety: none. One engine is driven by one thread at a time (a runtime integration
+// serializes calls under its own lock, as the order of calls is the program order).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "streamsafe/hazard/hazard.hpp"
+#include "streamsafe/hazard/ids.hpp"
+#include "streamsafe/hazard/policy.hpp"
+
+namespace streamsafe::hazard {
+
+class oplog_writer;
+
+class engine {
+ public:
+  explicit engine(policy mode = policy::report);
+  ~engine();
+  engine(engine&&) noexcept;
+  engine& operator=(engine&&) noexcept;
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  [[nodiscard]] policy mode() const noexcept;
+  /// Changing the policy keeps the model; switching away from `off` starts from what was seen.
+  void set_mode(policy mode) noexcept;
+
+  /// Hazards go to `sink` instead of being collected. The sink may throw: the exception leaves
+  /// the engine call after the model was updated, so the engine stays consistent.
+  void on_hazard(std::function<void(const hazard&)> sink);
+  /// The hazards collected so far (empty while a sink is set).
+  [[nodiscard]] const std::vector<hazard>& hazards() const noexcept;
+  [[nodiscard]] const insertion_counts& inserted() const noexcept;
+
+  /// Every call below is also written to `log` (null: stop recording). `log` must outlive the
+  /// engine or be detached first.
+  void record_to(oplog_writer* log) noexcept;
+
+  /// Interns an (op name, source location) pair. The same pair gives the same id; call it once
+  /// per call site, not per op.
+  [[nodiscard]] label_id label(std::string_view op_name, std::string_view loc = {});
+  /// Names a stream in reports ("stream 3" until named).
+  void name_stream(stream_id stream, std::string_view name);
+
+  /// A new lifetime for [ptr, ptr + size), made on `stream`. Throws usage_error if it overlaps a
+  /// live allocation or is empty.
+  void alloc(std::uint64_t ptr, std::uint64_t size, stream_id stream, op_site site);
+  /// The host frees the allocation that starts at `ptr`. Under `enforce`, returns the
+  /// record_stream calls that were missing (applied to the model). Throws usage_error unless
+  /// `ptr` starts a live allocation.
+  std::span<const insertion> free(std::uint64_t ptr, op_site site);
+  /// Adds `stream` to the release point of the live allocation containing `ptr`. Throws
+  /// usage_error unless `ptr` is inside a live allocation.
+  void record_stream(std::uint64_t ptr, stream_id stream, op_site site);
+
+  /// One op on `stream` that reads `reads` and writes `writes` (a kernel, a copy). Under
+  /// `enforce`, returns the waits that were missing, applied before the access.
+  std::span<const insertion> access(stream_id stream, std::span<const byte_range> reads,
+                                    std::span<const byte_range> writes, op_site site);
+  /// The same for the host (reads and writes of host or pinned memory); under `enforce` the
+  /// missing orderings are host syncs.
+  std::span<const insertion> host_access(std::span<const byte_range> reads, std::span<const byte_range> writes,
+                                         op_site site);
+
+  void event_record(event_id event, stream_id stream, op_site site);
+  void stream_wait_event(stream_id stream, event_id event, op_site site);
+  void event_sync(event_id event, op_site site);
+  void stream_sync(stream_id stream, op_site site);
+  void device_sync(op_site site);
+
+  /// Size of the tracked state (for tests and benchmarks): byte-range segments in the shadow.
+  [[nodiscard]] std::size_t shadow_segments() const noexcept;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace streamsafe::hazard
