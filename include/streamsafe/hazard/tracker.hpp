@@ -1,0 +1,107 @@
+// The hazard engine on a live device: follows every record, wait and sync of the device's
+// streams (through a RuntimeObserver), checks each tracked op before it is enqueued, and, with
+// `enforce`, inserts the waits, host syncs and record_streams the program forgot, so it is
+// correct by construction.
+//
+//   hazard::tracker hazards(device);                    // policy from STREAMSAFE_HAZARDS
+//   hazards.on(compute).reads(in, n).writes(out, n).launch(normalize);
+//   hazards.on(copy).copy(device_in, pinned_in, n);     // copies know their ranges
+//   for (auto& h : hazards.hazards()) std::cerr << hazard::describe(h);
+//
+// Ordering: a tracked op is checked against everything the engine has seen, in the order host
+// threads issued it. Untracked work (a raw Stream::launch) is invisible to the engine; records,
+// waits and syncs are always seen. Lifetime: memory named by track_alloc (or by the allocator
+// integration) gets lifetimes; other memory is simply accessed.
+// Thread-safe: calls from several host threads are serialized by an internal lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <source_location>
+#include <string_view>
+#include <vector>
+
+#include "streamsafe/device.hpp"
+#include "streamsafe/hazard/hazard.hpp"
+#include "streamsafe/hazard/policy.hpp"
+#include "streamsafe/kernel.hpp"
+#include "streamsafe/stream.hpp"
+
+namespace streamsafe::hazard {
+
+class oplog_writer;
+class tracker;
+
+/// The policy named by the environment variable STREAMSAFE_HAZARDS (off, report or enforce);
+/// `fallback` when unset. Throws usage_error for any other value.
+[[nodiscard]] policy policy_from_environment(policy fallback = policy::report);
+
+/// One op being described before it is enqueued: name its ranges, then launch, copy or fill.
+/// Obtained from tracker::on(); use it at once (it refers to the tracker and the stream).
+class tracked_op {
+ public:
+  tracked_op& reads(const void* ptr, std::size_t bytes);
+  tracked_op& writes(const void* ptr, std::size_t bytes);
+  /// Checks the op (inserting what `enforce` finds missing), then launches `work`.
+  void launch(const kernel& work);
+  /// A copy reads src and writes dst: no annotation needed.
+  void copy(void* dst, const void* src, std::size_t bytes);
+  void fill(void* dst, std::uint8_t value, std::size_t bytes);
+
+ private:
+  friend class tracker;
+  tracked_op(tracker& owner, StreamRef stream, std::source_location where)
+      : owner_(owner), stream_(stream), where_(where) {}
+  tracker& owner_;
+  StreamRef stream_;
+  std::source_location where_;
+  std::vector<byte_range> reads_;
+  std::vector<byte_range> writes_;
+};
+
+class tracker {
+ public:
+  explicit tracker(const Device& device, policy mode = policy_from_environment());
+  ~tracker();
+  tracker(const tracker&) = delete;
+  tracker& operator=(const tracker&) = delete;
+
+  [[nodiscard]] policy mode() const;
+  /// Each hazard goes to `sink` when found (instead of being collected). A sink that throws
+  /// makes the tracked call throw before its op is enqueued; the tracker stays consistent.
+  void on_hazard(std::function<void(const hazard&)> sink);
+  /// Turns every non-informational hazard into a usage_error carrying its report.
+  void throw_on_hazard();
+  [[nodiscard]] std::vector<hazard> hazards() const;
+  [[nodiscard]] insertion_counts inserted() const;
+  /// Writes every op the engine sees to `log` (an op log `streamsafe check` can replay).
+  void record_to(oplog_writer* log);
+
+  /// Describes an op on `stream` (see tracked_op).
+  [[nodiscard]] tracked_op on(StreamRef stream, std::source_location where = std::source_location::current());
+  /// The host reads or writes host (pinned) memory: ordered against device work only by syncs.
+  void host_reads(const void* ptr, std::size_t bytes, std::source_location where = std::source_location::current());
+  void host_writes(const void* ptr, std::size_t bytes, std::source_location where = std::source_location::current());
+
+  /// Lifetimes of memory from an allocator: a new allocation used first on `stream`, a free,
+  /// and record_stream. An allocator integration calls these; so may a user of raw memory.
+  void track_alloc(const void* ptr, std::size_t bytes, StreamRef stream,
+                   std::source_location where = std::source_location::current());
+  void track_free(const void* ptr, std::source_location where = std::source_location::current());
+  void track_record_stream(const void* ptr, StreamRef stream,
+                           std::source_location where = std::source_location::current());
+  /// How `enforce` performs a missing record_stream(block, stream) at a free. Without one it
+  /// synchronizes the host with that stream before the free, which is safe but slower.
+  void set_record_stream_action(std::function<void(const void* block, StreamRef stream)> action);
+
+  struct state;
+
+ private:
+  friend class tracked_op;
+  void submit(const tracked_op& op, std::string_view op_name, const std::function<void()>& enqueue);
+  std::shared_ptr<state> state_;
+};
+
+}  // namespace streamsafe::hazard

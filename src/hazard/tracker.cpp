@@ -1,0 +1,239 @@
+// The engine on a live device. An observer keeps the engine's clocks in step with the runtime;
+// tracked ops are checked before they are enqueued; `enforce`'s insertions are carried out on
+// the runtime with pooled events, while a thread-local flag keeps the observer from telling the
+// engine about orderings it already applied.
+#include "streamsafe/hazard/tracker.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "common/expects.hpp"
+#include "streamsafe/event_pool.hpp"
+#include "streamsafe/hazard/engine.hpp"
+#include "streamsafe/hazard/report_text.hpp"
+#include "streamsafe/runtime_observer.hpp"
+
+namespace streamsafe::hazard {
+
+namespace {
+
+thread_local bool applying_insertions = false;
+
+stream_id engine_id(StreamRef stream) { return stream_id{static_cast<std::uint64_t>(stream.id())}; }
+event_id engine_id(EventRef event) { return event_id{static_cast<std::uint64_t>(event.id())}; }
+std::uint64_t address(const void* ptr) { return reinterpret_cast<std::uint64_t>(ptr); }
+
+std::string location(const std::source_location& where) {
+  return std::filesystem::path(where.file_name()).filename().string() + ":" + std::to_string(where.line());
+}
+
+}  // namespace
+
+policy policy_from_environment(policy fallback) {
+  const char* value = std::getenv("STREAMSAFE_HAZARDS");
+  if (value == nullptr || *value == '\0') return fallback;
+  const std::string name(value);
+  if (name == "off") return policy::off;
+  if (name == "report") return policy::report;
+  if (name == "enforce") return policy::enforce;
+  throw usage_error("STREAMSAFE_HAZARDS must be off, report or enforce, got '" + name + "'");
+}
+
+/// Everything a tracker shares with its observer, under one lock.
+struct tracker::state final : RuntimeObserver {
+  state(const Device& device, policy mode) : device(device), model(mode), events(device) {}
+
+  Device device;
+  std::recursive_mutex mutex;
+  streamsafe::hazard::engine model;
+  EventPool events;
+  std::unordered_map<std::uint64_t, StreamRef> streams;  // by runtime stream id
+  std::function<void(const void*, StreamRef)> record_stream_action;
+  std::uint64_t ops = 0;
+
+  op_site site(std::string_view op_name, const std::source_location& where) {
+    return op_site{model.label(op_name, location(where)), ++ops};
+  }
+  op_site site(std::string_view op_name) { return op_site{model.label(op_name), ++ops}; }
+
+  void know(StreamRef stream) {
+    if (streams.emplace(static_cast<std::uint64_t>(stream.id()), stream).second) {
+      model.name_stream(engine_id(stream), stream.name());
+    }
+  }
+  StreamRef stream_of(stream_id id) { return streams.at(static_cast<std::uint64_t>(id)); }
+
+  /// Carries out what `enforce` applied to its model.
+  void apply(std::span<const insertion> insertions) {
+    if (insertions.empty()) return;
+    applying_insertions = true;
+    try {
+      for (const auto& needed : insertions) apply_one(needed);
+    } catch (...) {
+      applying_insertions = false;
+      throw;
+    }
+    applying_insertions = false;
+  }
+
+  void apply_one(const insertion& needed) {
+    StreamRef producer = stream_of(needed.producer);
+    switch (needed.kind) {
+      case insertion_kind::stream_wait: {
+        auto marker = events.acquire();
+        marker.record(producer);
+        stream_of(needed.waiter).wait(marker);
+        return;
+      }
+      case insertion_kind::host_sync: producer.synchronize(); return;
+      case insertion_kind::record_stream:
+        if (record_stream_action) {
+          record_stream_action(reinterpret_cast<const void*>(needed.block), producer);
+        } else {
+          producer.synchronize();
+        }
+        return;
+    }
+  }
+
+  // RuntimeObserver: keep the engine's clocks in step with the runtime.
+  template <typename Update>
+  void observe(Update&& update) {
+    if (applying_insertions) return;
+    std::lock_guard lock(mutex);
+    update();
+  }
+  void on_stream_created(StreamRef stream) override { observe([&] { know(stream); }); }
+  void on_stream_destroyed(streamsafe::stream_id id) override {
+    observe([&] { streams.erase(static_cast<std::uint64_t>(id)); });
+  }
+  void on_event_record(EventRef event, StreamRef stream) override {
+    observe([&] {
+      know(stream);
+      model.event_record(engine_id(event), engine_id(stream), site("event_record"));
+    });
+  }
+  void on_stream_wait(StreamRef waiter, EventRef event) override {
+    observe([&] {
+      know(waiter);
+      model.stream_wait_event(engine_id(waiter), engine_id(event), site("stream_wait_event"));
+    });
+  }
+  void on_stream_synchronize(StreamRef stream) override {
+    observe([&] { model.stream_sync(engine_id(stream), site("stream_sync")); });
+  }
+  void on_event_synchronize(EventRef event) override {
+    observe([&] { model.event_sync(engine_id(event), site("event_sync")); });
+  }
+  void on_device_synchronize() override { observe([&] { model.device_sync(site("device_sync")); }); }
+};
+
+tracker::tracker(const Device& device, policy mode) : state_(std::make_shared<state>(device, mode)) {
+  state_->know(device.default_stream());
+  attach_observer(device, state_);
+}
+
+tracker::~tracker() { detach_observer(state_->device, state_.get()); }
+
+policy tracker::mode() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->model.mode();
+}
+
+void tracker::on_hazard(std::function<void(const hazard&)> sink) {
+  std::lock_guard lock(state_->mutex);
+  state_->model.on_hazard(std::move(sink));
+}
+
+void tracker::throw_on_hazard() {
+  on_hazard([](const hazard& found) {
+    if (!is_informational(found.kind)) throw usage_error("streamsafe hazard: " + describe(found));
+  });
+}
+
+std::vector<hazard> tracker::hazards() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->model.hazards();
+}
+
+insertion_counts tracker::inserted() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->model.inserted();
+}
+
+void tracker::record_to(oplog_writer* log) {
+  std::lock_guard lock(state_->mutex);
+  state_->model.record_to(log);
+}
+
+void tracker::set_record_stream_action(std::function<void(const void*, StreamRef)> action) {
+  std::lock_guard lock(state_->mutex);
+  state_->record_stream_action = std::move(action);
+}
+
+tracked_op tracker::on(StreamRef stream, std::source_location where) { return tracked_op(*this, stream, where); }
+
+void tracker::host_reads(const void* ptr, std::size_t bytes, std::source_location where) {
+  std::lock_guard lock(state_->mutex);
+  const byte_range range{address(ptr), bytes};
+  state_->apply(state_->model.host_access({&range, 1}, {}, state_->site("host_read", where)));
+}
+
+void tracker::host_writes(const void* ptr, std::size_t bytes, std::source_location where) {
+  std::lock_guard lock(state_->mutex);
+  const byte_range range{address(ptr), bytes};
+  state_->apply(state_->model.host_access({}, {&range, 1}, state_->site("host_write", where)));
+}
+
+void tracker::track_alloc(const void* ptr, std::size_t bytes, StreamRef stream, std::source_location where) {
+  std::lock_guard lock(state_->mutex);
+  state_->know(stream);
+  state_->model.alloc(address(ptr), bytes, engine_id(stream), state_->site("alloc", where));
+}
+
+void tracker::track_free(const void* ptr, std::source_location where) {
+  std::lock_guard lock(state_->mutex);
+  state_->apply(state_->model.free(address(ptr), state_->site("free", where)));
+}
+
+void tracker::track_record_stream(const void* ptr, StreamRef stream, std::source_location where) {
+  std::lock_guard lock(state_->mutex);
+  state_->know(stream);
+  state_->model.record_stream(address(ptr), engine_id(stream), state_->site("record_stream", where));
+}
+
+void tracker::submit(const tracked_op& op, std::string_view op_name, const std::function<void()>& enqueue) {
+  std::lock_guard lock(state_->mutex);
+  state_->know(op.stream_);
+  state_->apply(state_->model.access(engine_id(op.stream_), op.reads_, op.writes_, state_->site(op_name, op.where_)));
+  enqueue();
+}
+
+tracked_op& tracked_op::reads(const void* ptr, std::size_t bytes) {
+  if (bytes > 0) reads_.push_back({address(ptr), bytes});
+  return *this;
+}
+
+tracked_op& tracked_op::writes(const void* ptr, std::size_t bytes) {
+  if (bytes > 0) writes_.push_back({address(ptr), bytes});
+  return *this;
+}
+
+void tracked_op::launch(const kernel& work) {
+  owner_.submit(*this, work.name, [&] { stream_.launch(work); });
+}
+
+void tracked_op::copy(void* dst, const void* src, std::size_t bytes) {
+  reads(src, bytes).writes(dst, bytes);
+  owner_.submit(*this, "copy", [&] { stream_.copy(dst, src, bytes); });
+}
+
+void tracked_op::fill(void* dst, std::uint8_t value, std::size_t bytes) {
+  writes(dst, bytes);
+  owner_.submit(*this, "fill", [&] { stream_.fill(dst, value, bytes); });
+}
+
+}  // namespace streamsafe::hazard
