@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/expects.hpp"
 #include "streamsafe/event_pool.hpp"
@@ -44,7 +45,9 @@ policy policy_from_environment(policy fallback) {
 
 /// Everything a tracker shares with its observer, under one lock.
 struct tracker::state final : RuntimeObserver {
-  state(const Device& device, policy mode) : device(device), model(mode), events(device) {}
+  state(const Device& device, policy mode) : device(device), model(mode), events(device) {
+    model.on_hazard([this](const hazard& found) { deliver(found); });
+  }
 
   Device device;
   std::recursive_mutex mutex;
@@ -52,7 +55,23 @@ struct tracker::state final : RuntimeObserver {
   EventPool events;
   std::unordered_map<std::uint64_t, StreamRef> streams;  // by runtime stream id
   std::function<void(const void*, StreamRef)> record_stream_action;
+  std::function<void(const hazard&)> sink;  // null: collect
+  std::vector<hazard> collected;
+  std::unordered_set<std::string> reported_sites;
   std::uint64_t ops = 0;
+
+  /// A live program repeats its bugs every iteration: each (kind, pair of call sites) is
+  /// reported once, so a long run's memory stays bounded.
+  void deliver(const hazard& found) {
+    const auto site_key = [](const op_ref& op) { return op.op + '@' + op.loc + '@' + op.stream + '|'; };
+    std::string key = std::string(kind_name(found.kind)) + '|' + site_key(found.first) + site_key(found.second);
+    if (!reported_sites.insert(std::move(key)).second) return;
+    if (sink) {
+      sink(found);
+    } else {
+      collected.push_back(found);
+    }
+  }
 
   op_site site(std::string_view op_name, const std::source_location& where) {
     return op_site{model.label(op_name, location(where)), ++ops};
@@ -145,7 +164,7 @@ policy tracker::mode() const {
 
 void tracker::on_hazard(std::function<void(const hazard&)> sink) {
   std::lock_guard lock(state_->mutex);
-  state_->model.on_hazard(std::move(sink));
+  state_->sink = std::move(sink);
 }
 
 void tracker::throw_on_hazard() {
@@ -156,7 +175,7 @@ void tracker::throw_on_hazard() {
 
 std::vector<hazard> tracker::hazards() const {
   std::lock_guard lock(state_->mutex);
-  return state_->model.hazards();
+  return state_->collected;
 }
 
 insertion_counts tracker::inserted() const {

@@ -188,6 +188,22 @@ TEST(HazardTracker, PolicyComesFromTheEnvironment) {
   EXPECT_EQ(hazard::policy_from_environment(policy::report), policy::report);
 }
 
+TEST(HazardTracker, ABugRepeatedInALoopIsReportedOnce) {
+  Device device = Device::sim();
+  hazard::tracker tracker(device, policy::report);
+  Stream a(device, {.name = "a"});
+  Stream b(device, {.name = "b"});
+  auto* data = static_cast<std::uint32_t*>(device.allocate(bytes));
+  for (int iteration = 0; iteration < 100; ++iteration) {
+    tracker.on(a).fill(data, 1, bytes);
+    tracker.on(b).reads(data, bytes).launch(kernel{.name = "use", .sim = [] {}});
+  }
+  device.synchronize();
+  // b's read races a's fill (one report); a's next fill races b's read (a second call-site pair).
+  EXPECT_EQ(kinds(tracker), (std::vector<hazard_kind>{hazard_kind::race, hazard_kind::race}));
+  device.deallocate(data);
+}
+
 TEST(HazardTracker, OffTracksNothing) {
   Device device = Device::sim();
   hazard::tracker tracker(device, policy::off);

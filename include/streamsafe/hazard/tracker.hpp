@@ -69,6 +69,8 @@ class tracker {
   tracker& operator=(const tracker&) = delete;
 
   [[nodiscard]] policy mode() const;
+  /// Each hazard is reported once per (kind, pair of call sites): a loop that repeats a bug
+  /// yields one report, and memory stays bounded over a long run.
   /// Each hazard goes to `sink` when found (instead of being collected). A sink that throws
   /// makes the tracked call throw before its op is enqueued; the tracker stays consistent.
   void on_hazard(std::function<void(const hazard&)> sink);
