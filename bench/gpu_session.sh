@@ -2,13 +2,13 @@
 # Runs the GPU test suites, the demo and the benchmarks on a machine with a GPU, from binaries
 # built elsewhere (bench/stage_gpu_binaries.sh) and carried in .device-build/. Every output goes
 # to $OUT (the device tool brings it back); results are then committed under bench/results/.
-#   usage: bench/gpu_session.sh [PART...]   (parts: tests demo runtime alloc hazard monitor; default all)
+#   usage: bench/gpu_session.sh [PART...]   (parts: tests demo, or BENCH for bin/BENCH_bench; default: tests demo runtime alloc hazard_step monitor_collector)
 set -uo pipefail
 bin=.device-build/bin
 export LD_LIBRARY_PATH="$PWD/.device-build/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 out=${OUT:-/tmp/streamsafe-gpu}
 mkdir -p "$out"
-parts=${*:-tests demo runtime alloc hazard monitor}
+parts=${*:-tests demo runtime alloc hazard_step monitor_collector}
 {
   echo "date: $(date -u +%FT%TZ)"
   echo "host: $(hostname)"
@@ -34,7 +34,9 @@ for part in $parts; do
       tail -4 "$out/demo.txt" ;;
     *)
       [ -x "$bin/${part}_bench" ] || { echo "no ${part}_bench"; continue; }
-      "$bin/${part}_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+      # Interleaved repetitions: ours and the raw calls see the same machine state.
+      "$bin/${part}_bench" --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
+        --benchmark_report_aggregates_only=true ${BENCH_ARGS:-} \
         --benchmark_out="$out/${part}_bench.json" --benchmark_out_format=json > "$out/${part}_bench.txt" 2>&1
       echo "${part}_bench: exit $?"; grep -E "_median|ERROR" "$out/${part}_bench.txt" | head -60 ;;
   esac
