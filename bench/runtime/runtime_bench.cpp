@@ -120,6 +120,21 @@ void BM_raw_event_record(benchmark::State& state) {
 }
 BENCHMARK(BM_raw_event_record)->Name("cuda/raw/event_record");
 
+// The same with the stream created as streamsafe creates it (with a priority), to separate the
+// cost of the wrapper from that of the stream's kind.
+void BM_raw_event_record_priority_stream(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  cudaStream_t stream;
+  cudaEvent_t event;
+  cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, 0);
+  cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  for (auto _ : state) cudaEventRecord(event, stream);
+  cudaStreamSynchronize(stream);
+  cudaEventDestroy(event);
+  cudaStreamDestroy(stream);
+}
+BENCHMARK(BM_raw_event_record_priority_stream)->Name("cuda/raw/event_record_priority_stream");
+
 void BM_raw_event_query(benchmark::State& state) {
   if (!have_gpu(state)) return;
   cudaStream_t stream;
