@@ -27,7 +27,7 @@ stream_id engine_id(StreamRef stream) { return stream_id{static_cast<std::uint64
 event_id engine_id(EventRef event) { return event_id{static_cast<std::uint64_t>(event.id())}; }
 std::uint64_t address(const void* ptr) { return reinterpret_cast<std::uint64_t>(ptr); }
 
-std::string location(const std::source_location& where) {
+std::string location(const streamsafe::source_location& where) {
   return std::filesystem::path(where.file_name()).filename().string() + ":" + std::to_string(where.line());
 }
 
@@ -73,7 +73,7 @@ struct tracker::state final : RuntimeObserver {
     }
   }
 
-  op_site site(std::string_view op_name, const std::source_location& where) {
+  op_site site(std::string_view op_name, const streamsafe::source_location& where) {
     return op_site{model.label(op_name, location(where)), ++ops};
   }
   op_site site(std::string_view op_name) { return op_site{model.label(op_name), ++ops}; }
@@ -193,32 +193,32 @@ void tracker::set_record_stream_action(std::function<void(const void*, StreamRef
   state_->record_stream_action = std::move(action);
 }
 
-tracked_op tracker::on(StreamRef stream, std::source_location where) { return tracked_op(*this, stream, where); }
+tracked_op tracker::on(StreamRef stream, streamsafe::source_location where) { return tracked_op(*this, stream, where); }
 
-void tracker::host_reads(const void* ptr, std::size_t bytes, std::source_location where) {
+void tracker::host_reads(const void* ptr, std::size_t bytes, streamsafe::source_location where) {
   std::lock_guard lock(state_->mutex);
   const byte_range range{address(ptr), bytes};
   state_->apply(state_->model.host_access({&range, 1}, {}, state_->site("host_read", where)));
 }
 
-void tracker::host_writes(const void* ptr, std::size_t bytes, std::source_location where) {
+void tracker::host_writes(const void* ptr, std::size_t bytes, streamsafe::source_location where) {
   std::lock_guard lock(state_->mutex);
   const byte_range range{address(ptr), bytes};
   state_->apply(state_->model.host_access({}, {&range, 1}, state_->site("host_write", where)));
 }
 
-void tracker::track_alloc(const void* ptr, std::size_t bytes, StreamRef stream, std::source_location where) {
+void tracker::track_alloc(const void* ptr, std::size_t bytes, StreamRef stream, streamsafe::source_location where) {
   std::lock_guard lock(state_->mutex);
   state_->know(stream);
   state_->model.alloc(address(ptr), bytes, engine_id(stream), state_->site("alloc", where));
 }
 
-void tracker::track_free(const void* ptr, std::source_location where) {
+void tracker::track_free(const void* ptr, streamsafe::source_location where) {
   std::lock_guard lock(state_->mutex);
   state_->apply(state_->model.free(address(ptr), state_->site("free", where)));
 }
 
-void tracker::track_record_stream(const void* ptr, StreamRef stream, std::source_location where) {
+void tracker::track_record_stream(const void* ptr, StreamRef stream, streamsafe::source_location where) {
   std::lock_guard lock(state_->mutex);
   state_->know(stream);
   state_->model.record_stream(address(ptr), engine_id(stream), state_->site("record_stream", where));

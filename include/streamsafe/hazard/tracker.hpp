@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <source_location>
+#include "streamsafe/source_location.hpp"
 #include <string_view>
 #include <vector>
 
@@ -52,11 +52,11 @@ class tracked_op {
 
  private:
   friend class tracker;
-  tracked_op(tracker& owner, StreamRef stream, std::source_location where)
+  tracked_op(tracker& owner, StreamRef stream, streamsafe::source_location where)
       : owner_(owner), stream_(stream), where_(where) {}
   tracker& owner_;
   StreamRef stream_;
-  std::source_location where_;
+  streamsafe::source_location where_;
   std::vector<byte_range> reads_;
   std::vector<byte_range> writes_;
 };
@@ -82,18 +82,18 @@ class tracker {
   void record_to(oplog_writer* log);
 
   /// Describes an op on `stream` (see tracked_op).
-  [[nodiscard]] tracked_op on(StreamRef stream, std::source_location where = std::source_location::current());
+  [[nodiscard]] tracked_op on(StreamRef stream, streamsafe::source_location where = streamsafe::source_location::current());
   /// The host reads or writes host (pinned) memory: ordered against device work only by syncs.
-  void host_reads(const void* ptr, std::size_t bytes, std::source_location where = std::source_location::current());
-  void host_writes(const void* ptr, std::size_t bytes, std::source_location where = std::source_location::current());
+  void host_reads(const void* ptr, std::size_t bytes, streamsafe::source_location where = streamsafe::source_location::current());
+  void host_writes(const void* ptr, std::size_t bytes, streamsafe::source_location where = streamsafe::source_location::current());
 
   /// Lifetimes of memory from an allocator: a new allocation used first on `stream`, a free,
   /// and record_stream. An allocator integration calls these; so may a user of raw memory.
   void track_alloc(const void* ptr, std::size_t bytes, StreamRef stream,
-                   std::source_location where = std::source_location::current());
-  void track_free(const void* ptr, std::source_location where = std::source_location::current());
+                   streamsafe::source_location where = streamsafe::source_location::current());
+  void track_free(const void* ptr, streamsafe::source_location where = streamsafe::source_location::current());
   void track_record_stream(const void* ptr, StreamRef stream,
-                           std::source_location where = std::source_location::current());
+                           streamsafe::source_location where = streamsafe::source_location::current());
   /// How `enforce` performs a missing record_stream(block, stream) at a free. Without one it
   /// synchronizes the host with that stream before the free, which is safe but slower.
   void set_record_stream_action(std::function<void(const void* block, StreamRef stream)> action);
