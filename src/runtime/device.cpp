@@ -49,5 +49,26 @@ EventPoolState& DeviceImpl::internal_event_pool() {
   return *internal_pool_;
 }
 
+bool DeviceImpl::try_set_op_timing_sink(std::shared_ptr<OpTimingSink> sink) {
+  std::lock_guard lock(op_timing_mutex_);
+  if (op_timing_sink_) return false;
+  op_timing_sink_ = std::move(sink);
+  has_op_timing_sink_.store(op_timing_sink_ != nullptr, std::memory_order_relaxed);
+  return true;
+}
+
+void DeviceImpl::clear_op_timing_sink(const OpTimingSink* sink) {
+  std::lock_guard lock(op_timing_mutex_);
+  if (op_timing_sink_.get() != sink) return;
+  op_timing_sink_.reset();
+  has_op_timing_sink_.store(false, std::memory_order_relaxed);
+}
+
+std::shared_ptr<OpTimingSink> DeviceImpl::op_timing_sink() const {
+  if (!has_op_timing_sink_.load(std::memory_order_relaxed)) [[likely]] return nullptr;
+  std::lock_guard lock(op_timing_mutex_);
+  return op_timing_sink_;
+}
+
 }  // namespace detail
 }  // namespace streamsafe

@@ -2,12 +2,14 @@
 // (cuda/, sim/); the public types in include/streamsafe/ forward to it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "runtime/observers.hpp"
+#include "runtime/op_timing.hpp"
 #include "streamsafe/backend_kind.hpp"
 #include "streamsafe/device.hpp"
 #include "streamsafe/event.hpp"
@@ -48,6 +50,13 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   [[nodiscard]] EventPoolState& internal_event_pool();
   [[nodiscard]] Observers& observers() noexcept { return observers_; }
 
+  /// At most one op-timing sink per device (see op_timing.hpp); false when one is already set.
+  [[nodiscard]] bool try_set_op_timing_sink(std::shared_ptr<OpTimingSink> sink);
+  /// Removes `sink` if it is the one set.
+  void clear_op_timing_sink(const OpTimingSink* sink);
+  /// The sink, or nullptr; one relaxed load when none was ever set.
+  [[nodiscard]] std::shared_ptr<OpTimingSink> op_timing_sink() const;
+
  protected:
   /// Backends call this first in their destructor: pooled events must go before what they use.
   void drop_internal_pool() {
@@ -61,6 +70,9 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
 
  private:
   Observers observers_;
+  mutable std::mutex op_timing_mutex_;
+  std::shared_ptr<OpTimingSink> op_timing_sink_;
+  std::atomic<bool> has_op_timing_sink_{false};
   std::shared_ptr<EventPoolState> internal_pool_;
   std::mutex internal_pool_mutex_;
 };

@@ -1,6 +1,8 @@
 // The sim backend: host memory as device memory, streams as queues run by a SimScheduler.
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <unordered_set>
 
@@ -33,13 +35,15 @@ class SimStream final : public StreamImpl {
   void launch(const kernel& work) override {
     SS_EXPECTS(static_cast<bool>(work.sim), "launch of kernel '", work.name, "' on sim stream '", name(),
                "': the kernel has no sim implementation");
-    scheduler_.enqueue(queue_, SimOp{work.name, work.sim, std::nullopt, nullptr});
+    scheduler_.enqueue(queue_, SimOp{work.name, timed(timed_op_kind::kernel, work.name, 0, work.sim), std::nullopt, nullptr});
   }
   void copy(void* dst, const void* src, std::size_t bytes) override {
-    scheduler_.enqueue(queue_, SimOp{"copy", [=] { std::memmove(dst, src, bytes); }, std::nullopt, nullptr});
+    scheduler_.enqueue(queue_, SimOp{"copy", timed(timed_op_kind::copy, "copy", bytes, [=] { std::memmove(dst, src, bytes); }),
+                                     std::nullopt, nullptr});
   }
   void fill(void* dst, std::uint8_t value, std::size_t bytes) override {
-    scheduler_.enqueue(queue_, SimOp{"fill", [=] { std::memset(dst, value, bytes); }, std::nullopt, nullptr});
+    scheduler_.enqueue(queue_, SimOp{"fill", timed(timed_op_kind::fill, "fill", bytes, [=] { std::memset(dst, value, bytes); }),
+                                     std::nullopt, nullptr});
   }
   native_stream native() const override { return nullptr; }
 
@@ -50,6 +54,19 @@ class SimStream final : public StreamImpl {
   }
 
  private:
+  /// `work` as is, or, when the device has an op-timing sink (op_timing.hpp), wrapped to report
+  /// when it ran. The wrapper is made at enqueue, so ops enqueued before the sink are not timed.
+  std::function<void()> timed(timed_op_kind kind, std::string name, std::size_t bytes, std::function<void()> work) {
+    auto sink = device().op_timing_sink();
+    if (!sink) return work;
+    return [sink = std::move(sink), kind, name = std::move(name), bytes, work = std::move(work), stream = id(),
+            enqueued = std::chrono::steady_clock::now()] {
+      const auto begin = std::chrono::steady_clock::now();
+      work();
+      sink->on_op_ran({stream, kind, name, bytes, enqueued, begin, std::chrono::steady_clock::now()});
+    };
+  }
+
   SimScheduler& scheduler_;
   std::shared_ptr<SimQueue> queue_;
 };

@@ -1,0 +1,92 @@
+// Live collection: a collector attached to a Device turns what runs on its streams into the
+// monitor's trace model (trace.hpp), so the analysis and every output work on a live run.
+//
+//  - cuda: CUPTI's activity API (concurrent kernels, memcpy, memset, synchronization, CUDA
+//    events, runtime calls, NVTX markers), with GPU times moved onto the host's steady clock.
+//  - sim:  the sim device reports when each kernel, copy and fill ran.
+//  - both: streamsafe's own event records and stream waits become dependency edges, and stream
+//    names come from the runtime.
+//
+// Two levels of cost (docs/monitor.md, "Live collection"):
+//  - always on: every op is reduced online into usage figures (busy time as a union of
+//    intervals, counts, overlap) and then dropped; usage() reads them.
+//  - full tracing: between start_tracing() and stop_tracing() (or inside capture_window) every
+//    op is also kept, and stop_tracing() returns the window as a trace.
+//
+// Only one collector per device (and, on cuda, one CUPTI client per process): a collector that
+// cannot attach does not throw; it is inactive, says why in status_message(), and its queries
+// return empty results. Thread safety: all members may be called from any thread.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "streamsafe/device.hpp"
+#include "streamsafe/monitor/trace.hpp"
+#include "streamsafe/monitor/usage.hpp"
+
+namespace streamsafe::monitor {
+
+namespace detail {
+class collector_state;
+}
+
+/// Whether full tracing starts with the collector or waits for start_tracing().
+enum class initial_tracing { off, on };
+
+struct collector_options {
+  initial_tracing tracing = initial_tracing::off;
+  /// cuda: size and number of CUPTI activity buffers allocated ahead (more are allocated if
+  /// CUPTI asks for more before the collector has parsed the full ones).
+  std::size_t cupti_buffer_bytes = std::size_t{4} << 20;
+  std::size_t cupti_buffers = 4;
+  /// Always-on reduction works in batches of this many ops (sorted by start time first): the
+  /// memory bound of always-on mode. See docs/monitor.md for the effect on exactness.
+  std::size_t reduce_batch_ops = 16384;
+};
+
+enum class collector_status { active, inactive };
+
+class collector {
+ public:
+  explicit collector(const Device& device, const collector_options& options = {});
+  /// Stops collection and detaches from the device.
+  ~collector();
+  collector(const collector&) = delete;
+  collector& operator=(const collector&) = delete;
+
+  [[nodiscard]] collector_status status() const;
+  /// Why the collector is inactive ("another CUPTI client is attached (Nsight Systems?)..."),
+  /// or a one-line description of what it collects.
+  [[nodiscard]] std::string status_message() const;
+
+  /// Starts keeping every op, call, annotation and dependency (no-op when already tracing).
+  void start_tracing();
+  /// Flushes pending records and returns what was kept since start_tracing(), with stream
+  /// names. Call after synchronizing the work you want in it: ops still running are missing.
+  [[nodiscard]] trace stop_tracing();
+  /// Full tracing around `work()`; synchronizes the device before stopping.
+  template <std::invocable Work>
+  [[nodiscard]] trace capture_window(Work&& work) {
+    start_tracing();
+    std::forward<Work>(work)();
+    synchronize_device();
+    return stop_tracing();
+  }
+
+  /// The always-on figures since the collector started (flushes pending records first).
+  /// queue depth is not tracked always-on (0); everything else matches measure_usage() over a
+  /// full trace of the same run (see docs/monitor.md for the batch boundary caveat).
+  [[nodiscard]] usage_report usage();
+  /// Ops reduced so far by always-on mode.
+  [[nodiscard]] std::size_t ops_seen() const;
+
+ private:
+  void synchronize_device();
+  Device device_;
+  std::shared_ptr<detail::collector_state> state_;
+};
+
+}  // namespace streamsafe::monitor

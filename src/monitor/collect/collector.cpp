@@ -1,0 +1,217 @@
+// The collector: a source's records go to the always-on reducer and, while tracing, to a trace
+// recorder; streamsafe's observer callbacks add stream names, dependency markers and (on sim)
+// the host's calls.
+#include "streamsafe/monitor/collector.hpp"
+
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include "monitor/collect/collection_source.hpp"
+#include "monitor/collect/online_usage.hpp"
+#include "monitor/collect/trace_recorder.hpp"
+#include "streamsafe/runtime_observer.hpp"
+
+namespace streamsafe::monitor {
+
+namespace detail {
+
+std::string backoff_message(std::string_view device_name, std::string_view reason) {
+  return "streamsafe monitor: collection on " + std::string(device_name) + " is off: " + std::string(reason) +
+         ". The program runs unchanged; detach the other tool (Nsight Systems, the PyTorch profiler, another "
+         "streamsafe collector) to collect.";
+}
+
+class collector_state final : public record_sink, public RuntimeObserver {
+ public:
+  collector_state(const Device& device, const collector_options& options)
+      : device_name_(device.name()), device_ordinal_(device.ordinal()), usage_(options.reduce_batch_ops) {}
+
+  void attach_source(opened_source opened) {
+    std::lock_guard lock(mutex_);
+    source_ = std::move(opened.source);
+    message_ = source_ ? "collecting: " + source_->description() : std::move(opened.refusal);
+  }
+  /// Stops delivering; the source (and CUPTI, or the sim hook) is released here.
+  void close() {
+    flush();
+    std::unique_ptr<collection_source> source;
+    {
+      std::lock_guard lock(mutex_);
+      source = std::move(source_);
+      closed_ = true;
+    }
+  }
+  [[nodiscard]] bool active() const {
+    std::lock_guard lock(mutex_);
+    return source_ != nullptr;
+  }
+  [[nodiscard]] std::string message() const {
+    std::lock_guard lock(mutex_);
+    return message_;
+  }
+  void flush() {
+    collection_source* source = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      source = source_.get();
+    }
+    // Unlocked: CUPTI delivers on this thread, into on_ops. Only close() resets source_, and it
+    // flushes first on the collector's own thread.
+    if (source != nullptr) source->flush();
+  }
+
+  void start_tracing() {
+    std::lock_guard lock(mutex_);
+    if (source_ && !recording_) recording_.emplace("live: " + device_name_);
+  }
+  [[nodiscard]] trace stop_tracing() {
+    flush();
+    std::lock_guard lock(mutex_);
+    if (!recording_) return {};
+    auto finished = std::move(*recording_).finish(names_, device_name_, device_ordinal_);
+    recording_.reset();
+    return finished;
+  }
+  [[nodiscard]] usage_report usage() {
+    flush();
+    std::lock_guard lock(mutex_);
+    usage_.reduce();
+    return usage_.report(names_);
+  }
+  [[nodiscard]] std::size_t ops_seen() const {
+    std::lock_guard lock(mutex_);
+    return usage_.ops_seen();
+  }
+
+  // record_sink
+  void on_ops(std::span<const op_record> ops) noexcept override {
+    std::lock_guard lock(mutex_);
+    if (closed_) return;
+    for (const auto& op : ops) {
+      usage_.add(op);
+      if (recording_) recording_->add_op(op);
+    }
+  }
+  void on_call(std::int64_t thread, call_kind kind, std::string_view name, double ts_us, double dur_us,
+               std::int64_t correlation) noexcept override {
+    std::lock_guard lock(mutex_);
+    if (recording_) recording_->add_call(thread, kind, name, ts_us, dur_us, correlation);
+  }
+  void on_annotation(const annotation& range, std::string_view name) noexcept override {
+    std::lock_guard lock(mutex_);
+    if (recording_) recording_->add_annotation(range, name);
+  }
+
+  // RuntimeObserver
+  void on_stream_created(StreamRef stream) override {
+    std::lock_guard lock(mutex_);
+    (void)key_locked(stream);
+  }
+  void on_event_record(EventRef event, StreamRef stream) override {
+    const double now = host_now_us();
+    std::lock_guard lock(mutex_);
+    if (!recording_) return;
+    recording_->note_record(event.id(), key_locked(stream), now);
+    host_call_locked(call_kind::event_record, "cudaEventRecord", now);
+  }
+  void on_stream_wait(StreamRef waiter, EventRef event) override {
+    const double now = host_now_us();
+    std::lock_guard lock(mutex_);
+    if (!recording_) return;
+    recording_->note_wait(key_locked(waiter), event.id(), now);
+    host_call_locked(call_kind::stream_wait_event, "cudaStreamWaitEvent", now);
+  }
+  void on_stream_synchronize(StreamRef /*stream*/) override { host_call(call_kind::stream_sync, "cudaStreamSynchronize"); }
+  void on_event_synchronize(EventRef /*event*/) override { host_call(call_kind::event_sync, "cudaEventSynchronize"); }
+  void on_device_synchronize() override { host_call(call_kind::device_sync, "cudaDeviceSynchronize"); }
+  void on_launch(StreamRef stream, const kernel& /*work*/) override { enqueued(stream, call_kind::launch, "cudaLaunchKernel"); }
+  void on_copy(StreamRef stream, void* /*dst*/, const void* /*src*/, std::size_t /*bytes*/) override {
+    enqueued(stream, call_kind::memcpy, "cudaMemcpyAsync");
+  }
+  void on_fill(StreamRef stream, void* /*dst*/, std::size_t /*bytes*/) override {
+    enqueued(stream, call_kind::memset, "cudaMemsetAsync");
+  }
+
+ private:
+  /// The source's key for `stream`, remembered with its name the first time it is seen.
+  stream_key key_locked(StreamRef stream) {
+    const auto known = keys_.find(stream.id());
+    if (known != keys_.end()) return known->second;
+    const auto key = source_ ? source_->key_of(stream) : stream_key{device_ordinal_, static_cast<std::int64_t>(stream.id())};
+    keys_.emplace(stream.id(), key);
+    names_[key] = stream.name();
+    return key;
+  }
+  void enqueued(StreamRef stream, call_kind kind, std::string_view api) {
+    const double now = host_now_us();
+    std::lock_guard lock(mutex_);
+    (void)key_locked(stream);
+    host_call_locked(kind, api, now);
+  }
+  void host_call(call_kind kind, std::string_view api) {
+    const double now = host_now_us();
+    std::lock_guard lock(mutex_);
+    host_call_locked(kind, api, now);
+  }
+  /// On sim the observer is the only witness of the host's calls; on cuda CUPTI reports them.
+  void host_call_locked(call_kind kind, std::string_view api, double now) {
+    if (!recording_ || !source_ || source_->host_calls() != host_call_origin::observer) return;
+    const auto thread = static_cast<std::int64_t>(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+    recording_->add_call(thread, kind, api, now, 0, -1);
+  }
+
+  const std::string device_name_;
+  const std::int32_t device_ordinal_;
+  mutable std::mutex mutex_;
+  std::unique_ptr<collection_source> source_;
+  std::string message_;
+  bool closed_ = false;
+  online_usage usage_;
+  std::optional<trace_recorder> recording_;
+  std::unordered_map<stream_id, stream_key> keys_;
+  std::map<stream_key, std::string> names_;
+};
+
+namespace {
+
+opened_source open_source(const Device& device, std::weak_ptr<record_sink> sink, const collector_options& options) {
+  switch (device.backend()) {
+    case backend_kind::sim: return open_sim_source(device, std::move(sink));
+    case backend_kind::cuda: return open_cupti_source(device, std::move(sink), options);
+  }
+  return {nullptr, backoff_message(device.name(), "unknown backend")};
+}
+
+}  // namespace
+
+}  // namespace detail
+
+collector::collector(const Device& device, const collector_options& options)
+    : device_(device), state_(std::make_shared<detail::collector_state>(device, options)) {
+  state_->attach_source(detail::open_source(device, state_, options));
+  if (!state_->active()) return;
+  // The default stream exists before any observer could see it being created.
+  state_->on_stream_created(device.default_stream());
+  attach_observer(device_, state_);
+  if (options.tracing == initial_tracing::on) state_->start_tracing();
+}
+
+collector::~collector() {
+  detach_observer(device_, state_.get());
+  state_->close();
+}
+
+collector_status collector::status() const {
+  return state_->active() ? collector_status::active : collector_status::inactive;
+}
+std::string collector::status_message() const { return state_->message(); }
+void collector::start_tracing() { state_->start_tracing(); }
+trace collector::stop_tracing() { return state_->stop_tracing(); }
+usage_report collector::usage() { return state_->usage(); }
+std::size_t collector::ops_seen() const { return state_->ops_seen(); }
+void collector::synchronize_device() { device_.synchronize(); }
+
+}  // namespace streamsafe::monitor
