@@ -1,0 +1,61 @@
+// Configuration of the caching allocator: a C++ struct, and the STREAMSAFE_ALLOC_CONF string
+// that fills it (every key is documented in docs/allocator.md).
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace streamsafe {
+
+class allocator_observer;
+
+/// How the allocator gets memory from the device.
+enum class segment_kind {
+  /// Whole segments from Device::allocate (cudaMalloc); free space cannot span two segments.
+  fixed,
+  /// One virtual range per stream and pool, physical memory mapped in `granularity` chunks
+  /// (cuMemAddressReserve/cuMemCreate/cuMemMap on cuda; mmap + the sim arena on sim), so
+  /// free space is never stranded between segments and whole free chunks can be unmapped.
+  expandable,
+};
+
+/// Whether a stream may take memory cached by another stream.
+enum class cross_stream_reuse {
+  /// When a stream's own cache cannot serve a request, a free block cached by another stream
+  /// is lent to it: the asking stream first waits (on the device, never the host) on an event
+  /// recorded on the owner; at its free, an event recorded on the borrower holds the block until
+  /// the borrower's work is done, then it returns to the owner's cache. Tried before the device
+  /// is asked for more memory, so memory cached by an idle stream is never stranded.
+  borrow,
+  /// Never: each stream only reuses what it freed itself (PyTorch's policy).
+  never,
+};
+
+struct allocator_options {
+  segment_kind segments = segment_kind::expandable;
+  cross_stream_reuse reuse = cross_stream_reuse::borrow;
+  /// Requests up to this size are served from the small pool.
+  std::size_t small_request_limit = std::size_t{1} << 20;
+  /// Segment size of the small pool (fixed segments).
+  std::size_t small_segment_bytes = std::size_t{2} << 20;
+  /// Segment size of the large pool for requests under large_segment_bytes / 2 (fixed segments);
+  /// larger requests get a segment of their own size rounded to 2 MiB.
+  std::size_t large_segment_bytes = std::size_t{20} << 20;
+  /// Virtual bytes reserved per expandable segment; 0: the device's total memory.
+  std::size_t expandable_reserve_bytes = 0;
+  /// Mapping granularity of expandable segments (2 MiB is what CUDA offers on the H200).
+  std::size_t granularity = std::size_t{2} << 20;
+  /// Number of allocator events kept in the history ring buffer; 0 disables the history.
+  std::size_t history_capacity = 0;
+  /// Called on alloc, free, record_stream and cross-stream reuse; must outlive the allocator.
+  allocator_observer* observer = nullptr;
+};
+
+/// Parses "key:value,key:value" (the STREAMSAFE_ALLOC_CONF syntax) over `base`. Sizes accept
+/// the suffixes KiB, MiB and GiB. Throws usage_error naming an unknown key or a bad value.
+[[nodiscard]] allocator_options parse_alloc_conf(std::string_view text, allocator_options base = {});
+
+/// The options from the STREAMSAFE_ALLOC_CONF environment variable (defaults when unset).
+[[nodiscard]] allocator_options alloc_options_from_env();
+
+}  // namespace streamsafe

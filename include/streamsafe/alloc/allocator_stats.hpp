@@ -1,0 +1,55 @@
+// Allocator statistics, shaped like torch.cuda.memory_stats().
+#pragma once
+
+#include <cstdint>
+
+namespace streamsafe {
+
+/// One tracked quantity: what it is now, its highest value, and the running totals of what was
+/// added and removed (so allocated - freed == current).
+struct stat_counter {
+  std::int64_t current = 0;
+  std::int64_t peak = 0;
+  std::uint64_t allocated = 0;
+  std::uint64_t freed = 0;
+
+  void add(std::uint64_t amount) noexcept {
+    current += static_cast<std::int64_t>(amount);
+    allocated += amount;
+    if (current > peak) peak = current;
+  }
+  void remove(std::uint64_t amount) noexcept {
+    current -= static_cast<std::int64_t>(amount);
+    freed += amount;
+  }
+  void merge(const stat_counter& other) noexcept {
+    current += other.current;
+    peak += other.peak;
+    allocated += other.allocated;
+    freed += other.freed;
+  }
+};
+
+/// Per stream every figure is exact. Device-wide (caching_allocator::stats()) currents and
+/// totals are exact sums; peaks of the per-stream quantities (allocated, active, requested and
+/// their counts) are the sum of per-stream peaks, an upper bound that is exact when one stream
+/// allocates. reserved and segment figures are device-wide and exact.
+struct allocator_stats {
+  stat_counter allocated_bytes;   ///< rounded sizes of blocks handed out and not freed
+  stat_counter active_bytes;      ///< allocated plus blocks freed but held for recorded streams
+  stat_counter requested_bytes;   ///< sizes as asked by the callers
+  stat_counter reserved_bytes;    ///< device memory held: segments, or mapped chunks
+  stat_counter allocation;        ///< count of allocated blocks
+  stat_counter active;            ///< count of active blocks
+  stat_counter segment;           ///< count of segments
+  std::uint64_t num_alloc_retries = 0;     ///< allocations that went down the OOM ladder
+  std::uint64_t num_ooms = 0;              ///< out_of_memory thrown
+  std::uint64_t num_sync_all_streams = 0;  ///< times every cached stream was synchronized
+  std::uint64_t num_device_alloc = 0;      ///< cudaMalloc / cuMemCreate+map calls
+  std::uint64_t num_device_free = 0;       ///< cudaFree / unmap calls
+  std::uint64_t num_cross_stream_reuses = 0;  ///< segments moved to another stream
+  std::int64_t pending_free_bytes = 0;     ///< freed, held until recorded streams finish
+  std::int64_t pending_free_blocks = 0;
+};
+
+}  // namespace streamsafe

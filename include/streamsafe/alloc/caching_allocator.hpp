@@ -1,0 +1,96 @@
+// A stream-aware caching allocator with record_stream, statistics, snapshots and an
+// out-of-memory ladder (docs/allocator.md).
+//
+// Ordering. allocate(n, s) returns memory usable on s at once. A block freed by stream s is
+// reusable at once by s (same-stream reuse, the fast path). Memory cached by another stream t is
+// lent to s when s's own cache cannot serve it, before the device is asked for more: s is made to
+// wait, on the device, on an event recorded on t, so the host never stalls and memory cached by
+// an idle stream is never stranded (cross_stream_reuse::borrow). A lent block goes back to t's
+// cache once an event recorded on s at its free has completed.
+//
+// Lifetime. deallocate(p) ends the host's ownership. Without record_stream the block returns to
+// its allocation stream's cache at once. With record_stream(p, t) a pooled event is recorded
+// on each recorded stream at the free, and the block stays "pending" until they complete; it is
+// reclaimed without blocking the host, by polling on later allocations and under memory
+// pressure.
+//
+// Thread safety. Every member is thread-safe. Each stream has its own lock for its cache, so
+// threads working on different streams do not contend on the fast path.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "streamsafe/alloc/allocator_options.hpp"
+#include "streamsafe/alloc/allocator_stats.hpp"
+#include "streamsafe/alloc/memory_resource.hpp"
+#include "streamsafe/device.hpp"
+#include "streamsafe/stream.hpp"
+
+namespace streamsafe {
+
+namespace detail {
+class caching_allocator_impl;
+}
+
+/// Where a live pointer came from; see caching_allocator::block_of.
+struct block_info {
+  void* base = nullptr;
+  std::size_t size = 0;       ///< rounded size of the block
+  std::size_t requested = 0;  ///< size asked for
+  stream_id stream{};         ///< allocation stream
+};
+
+/// Streams used with the allocator must outlive it (as with PyTorch's stream pool): it records
+/// events on them and synchronizes them when it releases memory.
+class caching_allocator {
+ public:
+  explicit caching_allocator(const Device& device, allocator_options options = alloc_options_from_env());
+  /// Synchronizes the streams that still have cached memory, then returns all of it. Live
+  /// blocks at destruction are a leak of the caller: their memory is returned with the rest.
+  ~caching_allocator();
+  caching_allocator(const caching_allocator&) = delete;
+  caching_allocator& operator=(const caching_allocator&) = delete;
+
+  /// `bytes` rounded up to 512, usable on `stream` at once. 0 bytes gives nullptr. Throws
+  /// usage_error for a size beyond any device (2^47 bytes) or a stream of another device, and
+  /// out_of_memory after the ladder (reclaim, release cached, wait for pending frees, retry).
+  [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream);
+  /// Returns `ptr` to the cache (see Lifetime above). nullptr is ignored. A pointer not live in
+  /// this allocator (double free, foreign) throws usage_error and changes nothing.
+  void deallocate(void* ptr);
+  /// `stream` also uses the block at `ptr` (the pointer allocate returned). Recording
+  /// the allocation stream does nothing. A pointer not live here throws usage_error.
+  void record_stream(void* ptr, StreamRef stream);
+
+  /// Reclaims pending frees whose streams finished, without blocking.
+  void process_pending_frees();
+  /// Waits for pending frees, synchronizes the streams with cached memory and gives every
+  /// free segment (or free mapped chunk) back to the device.
+  void empty_cache();
+
+  [[nodiscard]] allocator_stats stats() const;
+  [[nodiscard]] allocator_stats stats(StreamRef stream) const;
+  /// Zeroes the peaks (to the current values) of every counter.
+  void reset_peak_stats();
+  /// The live block at `ptr` (as allocate returned it); throws usage_error when not live.
+  [[nodiscard]] block_info block_of(const void* ptr) const;
+  /// The stream the live block at `ptr` was allocated on; usage_error when not live.
+  [[nodiscard]] StreamRef allocation_stream(const void* ptr) const;
+  /// Segments and their blocks as one JSON object (docs/allocator.md gives the schema).
+  [[nodiscard]] std::string snapshot_json() const;
+  /// The history ring buffer as a trace in the `replay` format (GUIDE.md section 5).
+  [[nodiscard]] std::string history_csv() const;
+
+  [[nodiscard]] const Device& device() const;
+  [[nodiscard]] const allocator_options& options() const;
+
+ private:
+  std::unique_ptr<detail::caching_allocator_impl> impl_;
+};
+
+static_assert(stream_ordered_resource<caching_allocator>,
+              "caching_allocator does not satisfy stream_ordered_resource");
+
+}  // namespace streamsafe

@@ -1,0 +1,86 @@
+// STREAMSAFE_ALLOC_CONF: "key:value,key:value" over allocator_options (docs/allocator.md).
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
+#include "common/expects.hpp"
+#include "streamsafe/alloc/allocator_options.hpp"
+
+namespace streamsafe {
+
+namespace {
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  return text;
+}
+
+std::size_t parse_size(std::string_view key, std::string_view value) {
+  std::size_t number = 0;
+  const auto [rest, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+  SS_EXPECTS(error == std::errc{} && rest != value.data(), "STREAMSAFE_ALLOC_CONF: ", key, ": '", value,
+             "' is not a size (a number, optionally followed by KiB, MiB or GiB)");
+  const std::string_view suffix = trim(std::string_view(rest, static_cast<std::size_t>(value.data() + value.size() - rest)));
+  if (suffix.empty()) return number;
+  if (suffix == "KiB") return number << 10;
+  if (suffix == "MiB") return number << 20;
+  if (suffix == "GiB") return number << 30;
+  SS_EXPECTS(false, "STREAMSAFE_ALLOC_CONF: ", key, ": unknown size suffix '", suffix, "' (KiB, MiB or GiB)");
+  return 0;
+}
+
+template <typename Enum>
+Enum parse_choice(std::string_view key, std::string_view value, std::string_view first_name, Enum first,
+                  std::string_view second_name, Enum second) {
+  if (value == first_name) return first;
+  if (value == second_name) return second;
+  SS_EXPECTS(false, "STREAMSAFE_ALLOC_CONF: ", key, ": '", value, "' is not ", first_name, " or ", second_name);
+  return first;
+}
+
+void apply(allocator_options& options, std::string_view key, std::string_view value) {
+  if (key == "segments") {
+    options.segments = parse_choice(key, value, "expandable", segment_kind::expandable, "fixed", segment_kind::fixed);
+  } else if (key == "cross_stream") {
+    options.reuse = parse_choice(key, value, "borrow", cross_stream_reuse::borrow, "never", cross_stream_reuse::never);
+  } else if (key == "small_request_limit") {
+    options.small_request_limit = parse_size(key, value);
+  } else if (key == "small_segment") {
+    options.small_segment_bytes = parse_size(key, value);
+  } else if (key == "large_segment") {
+    options.large_segment_bytes = parse_size(key, value);
+  } else if (key == "expandable_reserve") {
+    options.expandable_reserve_bytes = parse_size(key, value);
+  } else if (key == "granularity") {
+    options.granularity = parse_size(key, value);
+  } else if (key == "history") {
+    options.history_capacity = parse_size(key, value);
+  } else {
+    SS_EXPECTS(false, "STREAMSAFE_ALLOC_CONF: unknown key '", key,
+               "' (known: segments, cross_stream, small_request_limit, small_segment, large_segment, "
+               "expandable_reserve, granularity, history)");
+  }
+}
+
+}  // namespace
+
+allocator_options parse_alloc_conf(std::string_view text, allocator_options base) {
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = trim(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    if (item.empty()) continue;
+    const std::size_t colon = item.find(':');
+    SS_EXPECTS(colon != std::string_view::npos, "STREAMSAFE_ALLOC_CONF: '", item, "' is not key:value");
+    apply(base, trim(item.substr(0, colon)), trim(item.substr(colon + 1)));
+  }
+  return base;
+}
+
+allocator_options alloc_options_from_env() {
+  const char* text = std::getenv("STREAMSAFE_ALLOC_CONF");
+  return text == nullptr ? allocator_options{} : parse_alloc_conf(text);
+}
+
+}  // namespace streamsafe

@@ -1,0 +1,262 @@
+// The caching allocator's slow path: borrowing from other streams, growing, and the
+// out-of-memory ladder (reclaim completed frees, release cached memory, wait for pending frees).
+#include <algorithm>
+#include <memory>
+#include <sstream>
+
+#include "alloc/caching_allocator_impl.hpp"
+#include "alloc/size_classes.hpp"
+#include "common/expects.hpp"
+#include "runtime/device_impl.hpp"
+#include "runtime/stream_impl.hpp"
+#include "streamsafe/alloc/allocator_observer.hpp"
+
+namespace streamsafe::detail {
+
+block* caching_allocator_impl::allocate_slow(stream_pool& pool, pool_kind kind, std::size_t rounded,
+                                             std::size_t requested) {
+  block* b = obtain(pool, kind, rounded);
+  if (b == nullptr) {
+    {
+      std::lock_guard lock(stats_mutex_);
+      ++device_stats_.num_alloc_retries;
+    }
+    for (const ladder_step step : {ladder_step::reclaim_completed, ladder_step::release_cached,
+                                   ladder_step::wait_for_pending}) {
+      run(step);
+      b = obtain(pool, kind, rounded);
+      if (b != nullptr) break;
+    }
+  }
+  if (b == nullptr) {
+    {
+      std::lock_guard lock(stats_mutex_);
+      ++device_stats_.num_ooms;
+    }
+    throw out_of_memory(out_of_memory_message(requested, rounded, pool.stream()));
+  }
+  std::lock_guard lock(pool.mutex);
+  b->requested = requested;
+  note_allocated(pool.stats, *b, requested);
+  return b;
+}
+
+block* caching_allocator_impl::obtain(stream_pool& pool, pool_kind kind, std::size_t rounded) {
+  if (block* b = take_own(pool, kind, rounded)) return b;
+  if (options_.reuse == cross_stream_reuse::borrow) {
+    if (block* b = borrow(pool, kind, rounded)) return b;
+  }
+  try {
+    return grow(pool, kind, rounded);
+  } catch (const out_of_memory&) {
+    return nullptr;  // the ladder decides what to do next
+  }
+}
+
+block* caching_allocator_impl::take_own(stream_pool& pool, pool_kind kind, std::size_t rounded) {
+  std::lock_guard lock(pool.mutex);
+  block* candidate = pool.find(kind, rounded);
+  return candidate != nullptr && candidate->mapped ? pool.take(candidate, rounded, pool) : nullptr;
+}
+
+block* caching_allocator_impl::borrow(stream_pool& pool, pool_kind kind, std::size_t rounded) {
+  for (stream_pool* lender : all_pools()) {
+    if (lender == &pool) continue;
+    block* b = nullptr;
+    {
+      std::lock_guard lock(lender->mutex);
+      block* candidate = lender->find(kind, rounded);
+      if (candidate == nullptr || !candidate->mapped) continue;
+      b = lender->take(candidate, rounded, pool);
+    }
+    // The borrower's use starts after everything the lender enqueued so far, the block's past
+    // users included (their frees were stream-ordered on the lender, or waited for).
+    PooledEvent lender_done = events_.acquire();
+    lender_done.record(StreamRef(&lender->stream()));
+    StreamRef(&pool.stream()).wait(lender_done);
+    {
+      std::lock_guard lock(stats_mutex_);
+      ++device_stats_.num_cross_stream_reuses;
+    }
+    if (options_.observer != nullptr) {
+      options_.observer->on_reuse(reinterpret_cast<void*>(b->address), b->size, lender->stream().id(),
+                                  pool.stream().id());
+    }
+    return b;
+  }
+  return nullptr;
+}
+
+block* caching_allocator_impl::grow(stream_pool& pool, pool_kind kind, std::size_t rounded) {
+  return expandable_ ? grow_expandable(pool, kind, rounded) : grow_fixed(pool, kind, rounded);
+}
+
+std::size_t caching_allocator_impl::fixed_segment_bytes(pool_kind kind, std::size_t rounded) const noexcept {
+  if (kind == pool_kind::small) return options_.small_segment_bytes;
+  if (rounded < options_.large_segment_bytes / 2) return options_.large_segment_bytes;
+  return round_up(rounded, std::size_t{2} << 20);
+}
+
+block* caching_allocator_impl::grow_fixed(stream_pool& pool, pool_kind kind, std::size_t rounded) {
+  std::size_t bytes = fixed_segment_bytes(kind, rounded);
+  auto fresh = std::make_unique<segment>();
+  try {
+    fresh->address = reinterpret_cast<std::uintptr_t>(source_->allocate(bytes));
+  } catch (const out_of_memory&) {
+    // The preferred segment does not fit: the smallest that serves the request may.
+    const std::size_t smallest = round_up(rounded, std::size_t{2} << 20);
+    if (kind == pool_kind::small || smallest >= bytes) throw;
+    bytes = smallest;
+    fresh->address = reinterpret_cast<std::uintptr_t>(source_->allocate(bytes));
+  }
+  fresh->size = fresh->mapped_bytes = bytes;
+  fresh->kind = kind;
+  note_reserved(static_cast<std::int64_t>(bytes), 1);
+  if (options_.history_capacity != 0) remember(trace_action::segment_alloc, fresh->address, bytes, pool.stream().id());
+  std::lock_guard lock(pool.mutex);
+  segment* adopted = fresh.release();
+  pool.adopt(adopted);
+  return pool.take(adopted->first, rounded, pool);
+}
+
+block* caching_allocator_impl::grow_expandable(stream_pool& pool, pool_kind kind, std::size_t rounded) {
+  std::unique_lock lock(pool.mutex);
+  block* candidate = pool.find(kind, rounded);
+  if (candidate == nullptr) {  // no range yet, or it is full: reserve another
+    lock.unlock();
+    const std::size_t bytes = std::max(options_.expandable_reserve_bytes, round_up(rounded, options_.granularity));
+    auto* fresh = new segment;
+    fresh->address = source_->reserve(bytes);
+    fresh->size = bytes;
+    fresh->kind = kind;
+    fresh->expandable = true;
+    fresh->granularity = options_.granularity;
+    fresh->chunk_mapped.assign(bytes / options_.granularity, false);
+    note_reserved(0, 1);
+    lock.lock();
+    pool.adopt(fresh);
+    candidate = pool.find(kind, rounded);
+  }
+  block* b = pool.take(candidate, rounded, pool);
+  try {
+    map_block(b);
+  } catch (...) {
+    b->user = &pool;
+    pool.give_back(b);
+    throw;
+  }
+  return b;
+}
+
+void caching_allocator_impl::map_block(block* b) {
+  segment& s = *b->owner;
+  const std::size_t first = (b->address - s.address) / s.granularity;
+  const std::size_t last = (b->address + b->size - 1 - s.address) / s.granularity;
+  for (std::size_t chunk = first; chunk <= last; ++chunk) {
+    if (s.chunk_mapped[chunk]) continue;
+    const std::uintptr_t at = s.address + chunk * s.granularity;
+    source_->map_chunk(at, s.granularity);
+    s.chunk_mapped[chunk] = true;
+    s.mapped_bytes += s.granularity;
+    note_reserved(static_cast<std::int64_t>(s.granularity), 0);
+  }
+  b->mapped = true;
+}
+
+void caching_allocator_impl::run(ladder_step step) {
+  switch (step) {
+    case ladder_step::reclaim_completed: process_pending_frees(pending_count_.load()); return;
+    case ladder_step::release_cached: release_cached(); return;
+    case ladder_step::wait_for_pending:
+      wait_for_pending();
+      release_cached();
+      return;
+  }
+}
+
+void caching_allocator_impl::empty_cache() {
+  wait_for_pending();
+  release_cached();
+}
+
+void caching_allocator_impl::release_cached() {
+  std::lock_guard ladder(ladder_mutex_);
+  {
+    std::lock_guard lock(stats_mutex_);
+    ++device_stats_.num_sync_all_streams;
+  }
+  for (stream_pool* pool : all_pools()) {
+    // Locked before the sync: blocks freed from here on cannot be released by this pass, and
+    // every block freed before was freed after its last use was enqueued, so the sync covers it.
+    std::lock_guard lock(pool->mutex);
+    pool->stream().synchronize();
+    release_free_memory(*pool);
+  }
+}
+
+void caching_allocator_impl::release_free_memory(stream_pool& pool) {
+  std::vector<segment*> wholly_free_fixed;
+  for (segment* s : pool.segments()) {
+    if (s->expandable) {
+      unmap_free_chunks(*s);
+    } else if (wholly_free(*s)) {
+      wholly_free_fixed.push_back(s);
+    }
+  }
+  for (segment* s : wholly_free_fixed) {
+    pool.disown(s);
+    source_->deallocate(reinterpret_cast<void*>(s->address));
+    note_reserved(-static_cast<std::int64_t>(s->size), -1);
+    if (options_.history_capacity != 0) remember(trace_action::segment_free, s->address, s->size, pool.stream().id());
+    delete s;
+  }
+}
+
+void caching_allocator_impl::unmap_free_chunks(segment& s) {
+  for (block* b = s.first; b != nullptr; b = b->next) {
+    if (b->state != block_state::free) continue;
+    const std::size_t offset = b->address - s.address;
+    const std::size_t first = round_up(offset, s.granularity) / s.granularity;
+    const std::size_t end = (offset + b->size) / s.granularity;  // chunks wholly inside the block
+    for (std::size_t chunk = first; chunk < end; ++chunk) {
+      if (!s.chunk_mapped[chunk]) continue;
+      source_->unmap_chunk(s.address + chunk * s.granularity, s.granularity);
+      s.chunk_mapped[chunk] = false;
+      s.mapped_bytes -= s.granularity;
+      b->mapped = false;
+      note_reserved(-static_cast<std::int64_t>(s.granularity), 0);
+    }
+  }
+}
+
+std::size_t caching_allocator_impl::largest_free_block() const {
+  std::size_t largest = 0;
+  for (stream_pool* pool : all_pools()) {
+    std::lock_guard lock(pool->mutex);
+    for (const segment* s : pool->segments()) {
+      for (const block* b = s->first; b != nullptr; b = b->next) {
+        if (b->state == block_state::free && b->mapped) largest = std::max(largest, b->size);
+      }
+    }
+  }
+  return largest;
+}
+
+std::string caching_allocator_impl::out_of_memory_message(std::size_t requested, std::size_t rounded,
+                                                          StreamImpl& stream) const {
+  const allocator_stats now = stats();
+  const memory_info device = source_->memory();
+  std::ostringstream out;
+  out << "caching_allocator: out of memory: cannot allocate " << requested << " bytes (" << rounded
+      << " rounded) on stream '" << stream.name() << "' of " << device_.name() << ". Device: " << device.free_bytes
+      << " bytes free of " << device.total_bytes << ". Allocator: " << now.allocated_bytes.current
+      << " bytes allocated, " << now.reserved_bytes.current << " reserved, " << now.pending_free_bytes
+      << " pending-free (" << now.pending_free_blocks << " blocks), largest free block " << largest_free_block()
+      << ". Tried: reclaiming completed frees, releasing cached memory, waiting for pending frees. "
+      << "What to try: free buffers earlier or keep fewer alive; check that record_stream'd streams make "
+         "progress; use segments:expandable in STREAMSAFE_ALLOC_CONF if reserved is far above allocated; "
+         "smaller batches.";
+  return out.str();
+}
+
+}  // namespace streamsafe::detail

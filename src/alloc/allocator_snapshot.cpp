@@ -1,0 +1,90 @@
+// Snapshots (segments and blocks as JSON) and the history ring buffer as a replayable trace.
+#include <sstream>
+#include <utility>
+
+#include "alloc/caching_allocator_impl.hpp"
+#include "runtime/stream_impl.hpp"
+
+namespace streamsafe::detail {
+
+namespace {
+
+const char* state_name(block_state state) {
+  switch (state) {
+    case block_state::free: return "free";
+    case block_state::live: return "live";
+    case block_state::pending: return "pending_free";
+  }
+  return "?";
+}
+
+void write_counter(std::ostream& out, const char* name, const stat_counter& c) {
+  out << '"' << name << "\":{\"current\":" << c.current << ",\"peak\":" << c.peak << ",\"allocated\":" << c.allocated
+      << ",\"freed\":" << c.freed << '}';
+}
+
+void write_stats(std::ostream& out, const allocator_stats& s) {
+  const std::pair<const char*, const stat_counter*> counters[] = {
+      {"allocated_bytes", &s.allocated_bytes}, {"active_bytes", &s.active_bytes},
+      {"requested_bytes", &s.requested_bytes}, {"reserved_bytes", &s.reserved_bytes},
+      {"allocation", &s.allocation},           {"active", &s.active},
+      {"segment", &s.segment},
+  };
+  out << '{';
+  for (const auto& [name, counter] : counters) {
+    write_counter(out, name, *counter);
+    out << ',';
+  }
+  out << "\"num_alloc_retries\":" << s.num_alloc_retries << ",\"num_ooms\":" << s.num_ooms
+      << ",\"num_sync_all_streams\":" << s.num_sync_all_streams << ",\"num_device_alloc\":" << s.num_device_alloc
+      << ",\"num_device_free\":" << s.num_device_free << ",\"num_cross_stream_reuses\":" << s.num_cross_stream_reuses
+      << ",\"pending_free_bytes\":" << s.pending_free_bytes << ",\"pending_free_blocks\":" << s.pending_free_blocks
+      << '}';
+}
+
+void write_segment(std::ostream& out, const segment& s, stream_id stream) {
+  out << "{\"address\":" << s.address << ",\"size\":" << s.size << ",\"mapped_bytes\":" << s.mapped_bytes
+      << ",\"stream\":" << static_cast<std::uint64_t>(stream) << ",\"pool\":\""
+      << (s.kind == pool_kind::small ? "small" : "large") << "\",\"expandable\":" << (s.expandable ? "true" : "false")
+      << ",\"blocks\":[";
+  for (const block* b = s.first; b != nullptr; b = b->next) {
+    out << "{\"address\":" << b->address << ",\"size\":" << b->size << ",\"requested\":" << b->requested
+        << ",\"state\":\"" << state_name(b->state) << "\",\"mapped\":" << (b->mapped ? "true" : "false") << '}'
+        << (b->next != nullptr ? "," : "");
+  }
+  out << "]}";
+}
+
+}  // namespace
+
+std::string caching_allocator_impl::snapshot_json() const {
+  std::ostringstream out;
+  out << "{\"device\":\"" << device_.name() << "\",\"segments\":[";
+  bool first = true;
+  for (const stream_pool* pool : all_pools()) {
+    std::lock_guard lock(pool->mutex);
+    for (const segment* s : pool->segments()) {
+      if (!first) out << ',';
+      first = false;
+      write_segment(out, *s, pool->stream().id());
+    }
+  }
+  out << "],\"stats\":";
+  write_stats(out, stats());
+  out << '}';
+  return out.str();
+}
+
+std::string caching_allocator_impl::history_csv() const {
+  std::lock_guard lock(history_mutex_);
+  std::ostringstream out;
+  out << "action,addr,size,stream\n";
+  const std::size_t kept = std::min(history_next_, history_.size());
+  for (std::size_t i = history_next_ - kept; i < history_next_; ++i) {
+    const trace_event& e = history_[i % history_.size()];
+    out << to_string(e.action) << ',' << e.addr << ',' << e.size << ',' << e.stream << '\n';
+  }
+  return out.str();
+}
+
+}  // namespace streamsafe::detail

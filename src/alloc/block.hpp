@@ -1,0 +1,59 @@
+// The allocator's records: a block is a range of a segment, free or live; a segment is one
+// device allocation (fixed) or one virtual range (expandable). Blocks of a segment form a list
+// in address order so a free block merges with free neighbours in O(1).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "streamsafe/stream.hpp"
+
+namespace streamsafe::detail {
+
+class StreamImpl;
+class stream_pool;
+
+enum class block_state : std::uint8_t {
+  free,     // in its stream's bins
+  live,     // handed out
+  pending,  // freed by the host, waiting for recorded streams
+};
+
+enum class pool_kind : std::uint8_t { small, large };
+
+struct segment;
+
+struct block {
+  std::uintptr_t address = 0;
+  std::size_t size = 0;
+  std::size_t requested = 0;
+  block_state state = block_state::free;
+  bool mapped = true;  // every byte backed by physical memory (always so in fixed segments)
+  segment* owner = nullptr;
+  stream_pool* user = nullptr;  // the allocation stream's pool (another stream's when borrowed)
+  block* prev = nullptr;  // address order within the segment
+  block* next = nullptr;
+  block* prev_free = nullptr;  // bin list
+  block* next_free = nullptr;
+  std::vector<StreamImpl*> recorded_streams;  // streams other than the owner that used it
+};
+
+struct segment {
+  std::uintptr_t address = 0;
+  std::size_t size = 0;        // bytes of the range (virtual for expandable)
+  std::size_t mapped_bytes = 0;  // physical bytes held (== size for fixed)
+  pool_kind kind = pool_kind::small;
+  bool expandable = false;
+  stream_pool* owner = nullptr;  // whose lock guards the segment's blocks; never changes
+  block* first = nullptr;
+  std::size_t live_blocks = 0;   // live and pending blocks
+  std::size_t granularity = 0;    // expandable only
+  std::vector<bool> chunk_mapped;  // expandable only: one entry per granule
+};
+
+[[nodiscard]] inline bool wholly_free(const segment& s) noexcept {
+  return s.live_blocks == 0 && s.first != nullptr && s.first->next == nullptr;
+}
+
+}  // namespace streamsafe::detail

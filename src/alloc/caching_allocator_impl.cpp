@@ -1,0 +1,330 @@
+// The caching allocator's fast path (same-stream reuse), frees, record_stream and the pending
+// frees it creates. The slow path (borrowing, growing, the OOM ladder) is in allocator_growth.cpp.
+#include "alloc/caching_allocator_impl.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "alloc/size_classes.hpp"
+#include "common/expects.hpp"
+#include "runtime/device_impl.hpp"
+#include "runtime/event_impl.hpp"
+#include "runtime/stream_impl.hpp"
+#include "streamsafe/alloc/allocator_observer.hpp"
+
+namespace streamsafe::detail {
+
+namespace {
+std::atomic<std::uint64_t> next_token{1};
+// How many pending frees an allocation polls: bounded so the fast path stays O(1).
+constexpr std::size_t polls_per_allocation = 4;
+
+struct pool_cache_entry {
+  std::uint64_t token = 0;
+  const StreamImpl* stream = nullptr;
+  stream_id id{};
+  stream_pool* pool = nullptr;
+};
+thread_local pool_cache_entry last_pool;
+}  // namespace
+
+caching_allocator_impl::caching_allocator_impl(const Device& device, allocator_options options)
+    : device_(device),
+      options_(options),
+      source_(make_memory_source(device)),
+      expandable_(options.segments == segment_kind::expandable && source_->supports_mapping()),
+      events_(device),
+      token_(next_token.fetch_add(1)) {
+  SS_EXPECTS(options_.granularity >= min_block_bytes && options_.granularity % min_block_bytes == 0,
+             "caching_allocator: granularity must be a positive multiple of ", min_block_bytes);
+  SS_EXPECTS(options_.small_request_limit <= options_.small_segment_bytes,
+             "caching_allocator: small_request_limit must not exceed small_segment_bytes");
+  if (options_.expandable_reserve_bytes == 0) options_.expandable_reserve_bytes = source_->memory().total_bytes;
+  options_.expandable_reserve_bytes = round_up(options_.expandable_reserve_bytes, options_.granularity);
+  history_.resize(options_.history_capacity);
+}
+
+caching_allocator_impl::~caching_allocator_impl() {
+  try {
+    device_.synchronize();
+  } catch (...) {
+    // A failed device cannot be waited for; the memory is returned all the same.
+  }
+  pending_.clear();
+  for (stream_pool* pool : pool_list_) {
+    for (segment* s : pool->segments()) {
+      for (block* b = s->first; b != nullptr;) delete std::exchange(b, b->next);
+      if (s->expandable) {
+        source_->release(s->address, s->size);
+      } else {
+        source_->deallocate(reinterpret_cast<void*>(s->address));
+      }
+      delete s;
+    }
+  }
+}
+
+pool_kind caching_allocator_impl::kind_for(std::size_t rounded) const noexcept {
+  return rounded <= options_.small_request_limit ? pool_kind::small : pool_kind::large;
+}
+
+stream_pool& caching_allocator_impl::pool_for(StreamImpl& stream) {
+  pool_cache_entry& cached = last_pool;
+  if (cached.token == token_ && cached.stream == &stream && cached.id == stream.id()) return *cached.pool;
+  SS_EXPECTS(&stream.device() == &device_.impl(), "caching_allocator: stream '", stream.name(),
+             "' belongs to another device than the allocator's (", device_.name(), ")");
+  std::lock_guard lock(pools_mutex_);
+  auto& slot = pools_[stream.id()];
+  if (!slot) {
+    slot = std::make_unique<stream_pool>(stream);
+    pool_list_.push_back(slot.get());
+  }
+  cached = pool_cache_entry{token_, &stream, stream.id(), slot.get()};
+  return *slot;
+}
+
+stream_pool* caching_allocator_impl::find_pool(stream_id id) const {
+  std::lock_guard lock(pools_mutex_);
+  const auto it = pools_.find(id);
+  return it == pools_.end() ? nullptr : it->second.get();
+}
+
+std::vector<stream_pool*> caching_allocator_impl::all_pools() const {
+  std::lock_guard lock(pools_mutex_);
+  return pool_list_;
+}
+
+void caching_allocator_impl::note_allocated(allocator_stats& stats, const block& b, std::size_t requested) noexcept {
+  stats.allocated_bytes.add(b.size);
+  stats.active_bytes.add(b.size);
+  stats.requested_bytes.add(requested);
+  stats.allocation.add(1);
+  stats.active.add(1);
+}
+
+void caching_allocator_impl::note_freed(allocator_stats& stats, const block& b) noexcept {
+  stats.allocated_bytes.remove(b.size);
+  stats.requested_bytes.remove(b.requested);
+  stats.allocation.remove(1);
+}
+
+void caching_allocator_impl::note_inactive(allocator_stats& stats, std::size_t bytes) noexcept {
+  stats.active_bytes.remove(bytes);
+  stats.active.remove(1);
+}
+
+void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
+  if (bytes == 0) return nullptr;
+  SS_EXPECTS(bytes <= max_request_bytes, "caching_allocator::allocate(", bytes,
+             " bytes): larger than any device (limit 2^47 bytes); is the size computed from a negative value?");
+  if (pending_count_.load(std::memory_order_relaxed) != 0) process_pending_frees(polls_per_allocation);
+  StreamImpl& stream_impl = stream.impl();
+  stream_pool& pool = pool_for(stream_impl);
+  const std::size_t rounded = round_request(bytes);
+  const pool_kind kind = kind_for(rounded);
+  block* b = nullptr;
+  {
+    std::lock_guard lock(pool.mutex);
+    if (block* candidate = pool.find(kind, rounded); candidate != nullptr && candidate->mapped) {
+      b = pool.take(candidate, rounded, pool);
+      b->requested = bytes;
+      note_allocated(pool.stats, *b, bytes);
+    }
+  }
+  if (b == nullptr) b = allocate_slow(pool, kind, rounded, bytes);
+  live_.insert(b->address, b);
+  if (options_.history_capacity != 0) remember(trace_action::alloc, b->address, bytes, stream_impl.id());
+  if (options_.observer != nullptr) options_.observer->on_allocate(reinterpret_cast<void*>(b->address), bytes, stream_impl.id());
+  return reinterpret_cast<void*>(b->address);
+}
+
+block* caching_allocator_impl::live_block(const void* ptr, const char* call) const {
+  block* b = live_.find(reinterpret_cast<std::uintptr_t>(ptr));
+  SS_EXPECTS(b != nullptr, "caching_allocator::", call, "(", ptr,
+             "): not a live allocation of this allocator (freed already, never allocated here, or not "
+             "the pointer allocate returned)");
+  return b;
+}
+
+void caching_allocator_impl::deallocate(void* ptr) {
+  if (ptr == nullptr) return;
+  block* b = live_.take(reinterpret_cast<std::uintptr_t>(ptr));
+  SS_EXPECTS(b != nullptr, "caching_allocator::deallocate(", ptr,
+             "): not a live allocation of this allocator (double free, or a foreign pointer); nothing was freed");
+  stream_pool& user = *b->user;
+  stream_pool& owner = *b->owner->owner;
+  const stream_id user_id = user.stream().id();
+  if (options_.observer != nullptr) options_.observer->on_free(ptr, b->size, user_id);
+  if (options_.history_capacity != 0) remember(trace_action::free_requested, b->address, b->size, user_id);
+
+  std::vector<StreamImpl*> waits_for;
+  {
+    std::lock_guard lock(user.mutex);
+    note_freed(user.stats, *b);
+    if (&user == &owner && b->recorded_streams.empty()) {  // same-stream reuse: cached at once
+      note_inactive(user.stats, b->size);
+      owner.give_back(b);
+      return;
+    }
+    waits_for.swap(b->recorded_streams);
+  }
+  if (&user != &owner) waits_for.push_back(&user.stream());  // a borrowed block goes home later
+  pending_free held{b, &user, {}};
+  for (StreamImpl* stream : waits_for) {
+    held.events.push_back(events_.acquire());
+    held.events.back().record(StreamRef(stream));
+  }
+  {
+    std::lock_guard lock(owner.mutex);
+    b->state = block_state::pending;
+  }
+  {
+    std::lock_guard lock(stats_mutex_);
+    device_stats_.pending_free_bytes += static_cast<std::int64_t>(b->size);
+    ++device_stats_.pending_free_blocks;
+  }
+  std::lock_guard lock(pending_mutex_);
+  pending_.push_back(std::move(held));
+  pending_count_.store(pending_.size(), std::memory_order_relaxed);
+}
+
+void caching_allocator_impl::record_stream(void* ptr, StreamRef stream) {
+  block* b = live_block(ptr, "record_stream");
+  StreamImpl& recorded = stream.impl();
+  SS_EXPECTS(&recorded.device() == &device_.impl(), "caching_allocator::record_stream(", ptr, "): stream '",
+             recorded.name(), "' belongs to another device");
+  stream_pool& user = *b->user;
+  {
+    std::lock_guard lock(user.mutex);
+    if (&recorded == &user.stream()) return;
+    auto& streams = b->recorded_streams;
+    if (std::find(streams.begin(), streams.end(), &recorded) != streams.end()) return;
+    streams.push_back(&recorded);
+  }
+  if (options_.observer != nullptr) options_.observer->on_record_stream(ptr, recorded.id());
+}
+
+void caching_allocator_impl::process_pending_frees(std::size_t limit) {
+  std::vector<pending_free> done;
+  {
+    std::unique_lock lock(pending_mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return;  // another thread is polling
+    const std::size_t to_look_at = std::min(limit, pending_.size());
+    for (std::size_t looked = 0; looked < to_look_at && !pending_.empty(); ++looked) {
+      if (pending_cursor_ >= pending_.size()) pending_cursor_ = 0;
+      pending_free& entry = pending_[pending_cursor_];
+      const bool finished = std::all_of(entry.events.begin(), entry.events.end(), [](PooledEvent& e) { return e.query(); });
+      if (!finished) {
+        ++pending_cursor_;
+        continue;
+      }
+      done.push_back(std::move(entry));
+      entry = std::move(pending_.back());
+      pending_.pop_back();
+    }
+    pending_count_.store(pending_.size(), std::memory_order_relaxed);
+  }
+  for (pending_free& entry : done) reclaim(entry);
+}
+
+void caching_allocator_impl::reclaim(pending_free& done) {
+  block* b = done.freed;
+  {
+    std::lock_guard lock(done.user->mutex);
+    note_inactive(done.user->stats, b->size);
+  }
+  {
+    std::lock_guard lock(stats_mutex_);
+    device_stats_.pending_free_bytes -= static_cast<std::int64_t>(b->size);
+    --device_stats_.pending_free_blocks;
+  }
+  stream_pool& owner = *b->owner->owner;
+  std::lock_guard lock(owner.mutex);
+  owner.give_back(b);
+}
+
+void caching_allocator_impl::wait_for_pending() {
+  std::vector<pending_free> all;
+  {
+    std::lock_guard lock(pending_mutex_);
+    all.swap(pending_);
+    pending_count_.store(0, std::memory_order_relaxed);
+  }
+  for (pending_free& entry : all) {
+    for (PooledEvent& event : entry.events) event.synchronize();
+    reclaim(entry);
+  }
+}
+
+void caching_allocator_impl::remember(trace_action action, std::uintptr_t address, std::size_t bytes, stream_id stream) {
+  std::lock_guard lock(history_mutex_);
+  history_[history_next_ % history_.size()] =
+      trace_event{action, address, bytes, static_cast<std::int64_t>(stream), history_next_ + 1};
+  ++history_next_;
+}
+
+block_info caching_allocator_impl::block_of(const void* ptr) const {
+  const block* b = live_block(ptr, "block_of");
+  std::lock_guard lock(b->user->mutex);
+  return {reinterpret_cast<void*>(b->address), b->size, b->requested, b->user->stream().id()};
+}
+
+StreamRef caching_allocator_impl::allocation_stream(const void* ptr) const {
+  const block* b = live_block(ptr, "allocation_stream");
+  return StreamRef(&b->user->stream());
+}
+
+allocator_stats caching_allocator_impl::stats(StreamRef stream) const {
+  const stream_pool* pool = find_pool(stream.id());
+  if (pool == nullptr) return {};
+  std::lock_guard lock(pool->mutex);
+  return pool->stats;
+}
+
+allocator_stats caching_allocator_impl::stats() const {
+  allocator_stats total;
+  {
+    std::lock_guard lock(stats_mutex_);
+    total = device_stats_;
+  }
+  for (const stream_pool* pool : all_pools()) {
+    std::lock_guard lock(pool->mutex);
+    total.allocated_bytes.merge(pool->stats.allocated_bytes);
+    total.active_bytes.merge(pool->stats.active_bytes);
+    total.requested_bytes.merge(pool->stats.requested_bytes);
+    total.allocation.merge(pool->stats.allocation);
+    total.active.merge(pool->stats.active);
+  }
+  return total;
+}
+
+void caching_allocator_impl::reset_peak_stats() {
+  auto reset = [](allocator_stats& s) {
+    for (stat_counter* c : {&s.allocated_bytes, &s.active_bytes, &s.requested_bytes, &s.reserved_bytes,
+                            &s.allocation, &s.active, &s.segment}) {
+      c->peak = c->current;
+    }
+  };
+  {
+    std::lock_guard lock(stats_mutex_);
+    reset(device_stats_);
+  }
+  for (stream_pool* pool : all_pools()) {
+    std::lock_guard lock(pool->mutex);
+    reset(pool->stats);
+  }
+}
+
+void caching_allocator_impl::note_reserved(std::int64_t bytes, std::int64_t segments) {
+  std::lock_guard lock(stats_mutex_);
+  auto apply = [](stat_counter& c, std::int64_t delta) {
+    if (delta > 0) c.add(static_cast<std::uint64_t>(delta));
+    if (delta < 0) c.remove(static_cast<std::uint64_t>(-delta));
+  };
+  apply(device_stats_.reserved_bytes, bytes);
+  apply(device_stats_.segment, segments);
+  if (bytes > 0) ++device_stats_.num_device_alloc;
+  if (bytes < 0) ++device_stats_.num_device_free;
+}
+
+}  // namespace streamsafe::detail

@@ -1,0 +1,121 @@
+// The mechanics behind caching_allocator (include/streamsafe/alloc/caching_allocator.hpp).
+// Lock order: a stream_pool's mutex, then (leaf locks) stats_mutex_, history_mutex_, the memory
+// source's own lock. Two stream_pool locks are never held together; pools_mutex_ and
+// pending_mutex_ are never held while taking a stream_pool lock.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "alloc/block.hpp"
+#include "alloc/memory_source.hpp"
+#include "alloc/pointer_table.hpp"
+#include "alloc/stream_pool.hpp"
+#include "streamsafe/alloc/allocator_options.hpp"
+#include "streamsafe/alloc/allocator_stats.hpp"
+#include "streamsafe/alloc/caching_allocator.hpp"
+#include "streamsafe/alloc/trace_replay.hpp"
+#include "streamsafe/event_pool.hpp"
+
+namespace streamsafe::detail {
+
+/// A freed block held for the streams that still use it.
+struct pending_free {
+  block* freed = nullptr;
+  stream_pool* user = nullptr;
+  std::vector<PooledEvent> events;
+};
+
+/// What to try when a request cannot be met, in order (the out-of-memory ladder).
+enum class ladder_step { reclaim_completed, release_cached, wait_for_pending };
+
+class caching_allocator_impl {
+ public:
+  caching_allocator_impl(const Device& device, allocator_options options);
+  ~caching_allocator_impl();
+
+  void* allocate(std::size_t bytes, StreamRef stream);
+  void deallocate(void* ptr);
+  void record_stream(void* ptr, StreamRef stream);
+  void process_pending_frees(std::size_t limit);
+  void empty_cache();
+
+  [[nodiscard]] allocator_stats stats() const;
+  [[nodiscard]] allocator_stats stats(StreamRef stream) const;
+  void reset_peak_stats();
+  [[nodiscard]] block_info block_of(const void* ptr) const;
+  [[nodiscard]] StreamRef allocation_stream(const void* ptr) const;
+  [[nodiscard]] std::string snapshot_json() const;
+  [[nodiscard]] std::string history_csv() const;
+
+  [[nodiscard]] const Device& device() const noexcept { return device_; }
+  [[nodiscard]] const allocator_options& options() const noexcept { return options_; }
+
+ private:
+  [[nodiscard]] stream_pool& pool_for(StreamImpl& stream);
+  [[nodiscard]] stream_pool* find_pool(stream_id id) const;
+  [[nodiscard]] std::vector<stream_pool*> all_pools() const;
+  [[nodiscard]] pool_kind kind_for(std::size_t rounded) const noexcept;
+  [[nodiscard]] block* live_block(const void* ptr, const char* call) const;
+
+  // Slow path.
+  [[nodiscard]] block* allocate_slow(stream_pool& pool, pool_kind kind, std::size_t rounded, std::size_t requested);
+  [[nodiscard]] block* obtain(stream_pool& pool, pool_kind kind, std::size_t rounded);
+  [[nodiscard]] block* take_own(stream_pool& pool, pool_kind kind, std::size_t rounded);
+  [[nodiscard]] block* borrow(stream_pool& pool, pool_kind kind, std::size_t rounded);
+  [[nodiscard]] block* grow(stream_pool& pool, pool_kind kind, std::size_t rounded);
+  [[nodiscard]] block* grow_fixed(stream_pool& pool, pool_kind kind, std::size_t rounded);
+  [[nodiscard]] block* grow_expandable(stream_pool& pool, pool_kind kind, std::size_t rounded);
+  [[nodiscard]] std::size_t fixed_segment_bytes(pool_kind kind, std::size_t rounded) const noexcept;
+  void map_block(block* b);                       // caller holds the owner's lock
+  void run(ladder_step step);
+  void release_cached();
+  void release_free_memory(stream_pool& pool);    // caller holds pool.mutex, stream synced
+  void unmap_free_chunks(segment& s);             // caller holds the owner's lock
+  void wait_for_pending();
+  void reclaim(pending_free& done);
+  [[nodiscard]] std::string out_of_memory_message(std::size_t requested, std::size_t rounded, StreamImpl& stream) const;
+  [[nodiscard]] std::size_t largest_free_block() const;
+
+  // Books.
+  static void note_allocated(allocator_stats& stats, const block& b, std::size_t requested) noexcept;
+  static void note_freed(allocator_stats& stats, const block& b) noexcept;
+  static void note_inactive(allocator_stats& stats, std::size_t bytes) noexcept;
+  void note_reserved(std::int64_t bytes, std::int64_t segments);
+  void remember(trace_action action, std::uintptr_t address, std::size_t bytes, stream_id stream);
+
+  Device device_;
+  allocator_options options_;
+  std::unique_ptr<memory_source> source_;
+  bool expandable_;
+  EventPool events_;
+  std::uint64_t token_;  // identifies this allocator in the per-thread pool cache
+
+  mutable std::mutex pools_mutex_;
+  std::unordered_map<stream_id, std::unique_ptr<stream_pool>> pools_;
+  std::vector<stream_pool*> pool_list_;
+
+  pointer_table live_;
+
+  std::mutex pending_mutex_;
+  std::vector<pending_free> pending_;
+  std::size_t pending_cursor_ = 0;
+  std::atomic<std::size_t> pending_count_{0};
+
+  mutable std::mutex stats_mutex_;
+  allocator_stats device_stats_;  // reserved, segments, counters, pending
+
+  mutable std::mutex history_mutex_;
+  std::vector<trace_event> history_;
+  std::size_t history_next_ = 0;
+
+  std::mutex ladder_mutex_;  // one thread at a time releases memory
+};
+
+}  // namespace streamsafe::detail

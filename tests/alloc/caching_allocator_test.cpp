@@ -1,0 +1,229 @@
+// The caching allocator's rules on the sim backend: reuse, cross-stream ordering, record_stream,
+// the out-of-memory ladder, statistics and snapshots.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <string>
+
+#include "backends.hpp"
+#include "streamsafe/alloc/caching_allocator.hpp"
+#include "streamsafe/error.hpp"
+
+namespace streamsafe {
+namespace {
+
+constexpr std::size_t kib = 1024;
+constexpr std::size_t mib = 1024 * kib;
+
+struct AllocatorTest : ::testing::Test {
+  Device device = Device::sim(sim_options{.memory_capacity = 64 * mib});
+  Stream a{device, stream_options{.name = "a"}};
+  Stream b{device, stream_options{.name = "b"}};
+  Stream slow{device, stream_options{.name = "slow", .pacing = sim_pacing::starved}};
+};
+
+TEST_F(AllocatorTest, SameStreamFreeIsReusedAtOnce) {
+  caching_allocator alloc(device, allocator_options{});
+  void* first = alloc.allocate(1000, a);
+  alloc.deallocate(first);
+  void* second = alloc.allocate(900, a);
+  EXPECT_EQ(first, second);
+  alloc.deallocate(second);
+}
+
+TEST_F(AllocatorTest, SizesAreRoundedTo512) {
+  caching_allocator alloc(device, allocator_options{});
+  void* p = alloc.allocate(1, a);
+  EXPECT_EQ(alloc.block_of(p).size, 512u);
+  EXPECT_EQ(alloc.block_of(p).requested, 1u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 512, 0u);
+  alloc.deallocate(p);
+}
+
+TEST_F(AllocatorTest, NeighboursMergeSoALargerRequestFitsWithoutGrowing) {
+  caching_allocator alloc(device, allocator_options{.segments = segment_kind::fixed});
+  void* x = alloc.allocate(256 * kib, a);
+  void* y = alloc.allocate(256 * kib, a);
+  alloc.deallocate(x);
+  alloc.deallocate(y);
+  const auto segments_before = alloc.stats().segment.current;
+  void* z = alloc.allocate(512 * kib, a);
+  EXPECT_EQ(z, x);
+  EXPECT_EQ(alloc.stats().segment.current, segments_before);
+  alloc.deallocate(z);
+}
+
+TEST_F(AllocatorTest, BorrowedBlockMakesTheBorrowerWaitForTheLender) {
+  caching_allocator alloc(device, allocator_options{.segments = segment_kind::fixed});
+  auto* p = static_cast<std::uint32_t*>(alloc.allocate(4 * kib, slow));
+  slow.fill(p, 0x11, 4 * kib);  // starved: still queued when the block moves to b
+  alloc.deallocate(p);
+  auto* q = static_cast<std::uint32_t*>(alloc.allocate(4 * kib, b));
+  EXPECT_EQ(p, q) << "b should borrow the block cached by the idle stream";
+  b.fill(q, 0x22, 4 * kib);
+  b.synchronize();
+  EXPECT_EQ(q[0], 0x22222222u) << "b's write must land after the lender's queued write";
+  EXPECT_EQ(alloc.stats().num_cross_stream_reuses, 1u);
+  alloc.deallocate(q);
+}
+
+TEST_F(AllocatorTest, NeverPolicyKeepsStreamsApart) {
+  caching_allocator alloc(device, allocator_options{.segments = segment_kind::fixed, .reuse = cross_stream_reuse::never});
+  void* p = alloc.allocate(4 * kib, a);
+  alloc.deallocate(p);
+  void* q = alloc.allocate(4 * kib, b);
+  EXPECT_NE(p, q);
+  alloc.deallocate(q);
+}
+
+TEST(RecordStream, HoldsTheBlockUntilTheRecordedStreamFinishes) {
+  Device device = Device::sim(sim_options{.memory_capacity = 64 * mib, .mode = sim_mode::threaded});
+  Stream a(device);
+  Stream reader(device);
+  caching_allocator alloc(device, allocator_options{});
+  std::atomic<bool> release_reader{false};
+  void* p = alloc.allocate(4 * kib, a);
+  reader.launch(kernel{"held reader", {}, [&release_reader] {
+                         while (!release_reader.load()) std::this_thread::yield();
+                       }});
+  alloc.record_stream(p, reader);
+  alloc.deallocate(p);
+  EXPECT_EQ(alloc.stats().pending_free_blocks, 1);
+  EXPECT_EQ(alloc.stats().pending_free_bytes, 4 * 1024);
+  alloc.process_pending_frees();
+  EXPECT_EQ(alloc.stats().pending_free_blocks, 1) << "the reader has not finished";
+  void* q = alloc.allocate(4 * kib, a);
+  EXPECT_NE(p, q) << "the reader may still use p";
+  release_reader = true;
+  reader.synchronize();
+  alloc.process_pending_frees();
+  EXPECT_EQ(alloc.stats().pending_free_blocks, 0);
+  EXPECT_EQ(alloc.stats().active_bytes.current, 4 * 1024);
+  void* r = alloc.allocate(4 * kib, a);
+  EXPECT_EQ(p, r) << "reclaimed after the reader finished";
+  alloc.deallocate(q);
+  alloc.deallocate(r);
+}
+
+TEST_F(AllocatorTest, RecordingTheAllocationStreamChangesNothing) {
+  caching_allocator alloc(device, allocator_options{});
+  void* p = alloc.allocate(4 * kib, a);
+  alloc.record_stream(p, a);
+  alloc.deallocate(p);
+  EXPECT_EQ(alloc.stats().pending_free_blocks, 0);
+}
+
+TEST_F(AllocatorTest, OutOfMemoryLadderReleasesCacheThenThrowsWithFigures) {
+  caching_allocator alloc(device, allocator_options{.segments = segment_kind::fixed});
+  void* big = alloc.allocate(40 * mib, a);
+  alloc.deallocate(big);  // cached in a 40 MiB segment of stream a
+  void* other = alloc.allocate(30 * mib, a);  // served from the cache
+  alloc.deallocate(other);
+  void* huge = alloc.allocate(50 * mib, b);  // needs the cache released first
+  EXPECT_GE(alloc.stats().num_alloc_retries, 1u);
+  try {
+    (void)alloc.allocate(60 * mib, b);
+    FAIL() << "expected out_of_memory";
+  } catch (const out_of_memory& e) {
+    const std::string what = e.what();
+    for (const char* part : {"62914560 bytes", "free", "allocated", "reserved", "pending-free", "largest free block",
+                             "What to try"}) {
+      EXPECT_NE(what.find(part), std::string::npos) << part << " missing from: " << what;
+    }
+  }
+  EXPECT_EQ(alloc.stats().num_ooms, 1u);
+  void* small = alloc.allocate(4 * mib, b);  // state is consistent: a smaller request works
+  EXPECT_NE(small, nullptr);
+  alloc.deallocate(small);
+  alloc.deallocate(huge);
+}
+
+TEST_F(AllocatorTest, OutOfMemoryLadderWaitsForPendingFrees) {
+  caching_allocator alloc(device, allocator_options{.segments = segment_kind::fixed});
+  void* p = alloc.allocate(40 * mib, a);
+  slow.fill(p, 0, 40 * mib);
+  alloc.record_stream(p, slow);
+  alloc.deallocate(p);
+  void* q = alloc.allocate(40 * mib, b);  // only fits once the pending free is reclaimed
+  EXPECT_NE(q, nullptr);
+  alloc.deallocate(q);
+}
+
+TEST_F(AllocatorTest, ExpandableSegmentsUnmapUnderPressure) {
+  caching_allocator alloc(device, allocator_options{.segments = segment_kind::expandable});
+  void* x = alloc.allocate(40 * mib, a);
+  alloc.deallocate(x);
+  void* y = alloc.allocate(40 * mib, b);  // a's mapped chunks are borrowed or released
+  alloc.deallocate(y);
+  alloc.empty_cache();
+  EXPECT_EQ(alloc.stats().reserved_bytes.current, 0);
+}
+
+TEST_F(AllocatorTest, StatsEqualARecount) {
+  caching_allocator alloc(device, allocator_options{});
+  std::vector<void*> live;
+  std::int64_t requested = 0;
+  std::int64_t rounded = 0;
+  for (std::size_t i = 1; i <= 50; ++i) {
+    live.push_back(alloc.allocate(i * 777, i % 2 == 0 ? StreamRef(a) : StreamRef(b)));
+    requested += static_cast<std::int64_t>(i * 777);
+    rounded += static_cast<std::int64_t>((i * 777 + 511) / 512 * 512);
+  }
+  const allocator_stats s = alloc.stats();
+  EXPECT_EQ(s.allocation.current, 50);
+  EXPECT_EQ(s.requested_bytes.current, requested);
+  EXPECT_EQ(s.allocated_bytes.current, rounded);
+  EXPECT_EQ(s.active_bytes.current, rounded);
+  EXPECT_EQ(alloc.stats(a).allocation.current + alloc.stats(b).allocation.current, 50);
+  for (void* p : live) alloc.deallocate(p);
+  const allocator_stats after = alloc.stats();
+  EXPECT_EQ(after.allocation.current, 0);
+  EXPECT_EQ(after.allocated_bytes.current, 0);
+  EXPECT_EQ(after.allocated_bytes.allocated, after.allocated_bytes.freed);
+  EXPECT_EQ(after.allocation.allocated, 50u);
+}
+
+TEST_F(AllocatorTest, SnapshotListsSegmentsAndBlocks) {
+  caching_allocator alloc(device, allocator_options{.segments = segment_kind::fixed});
+  void* p = alloc.allocate(4 * kib, a);
+  const std::string json = alloc.snapshot_json();
+  EXPECT_NE(json.find("\"segments\":[{"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"address\":" + std::to_string(reinterpret_cast<std::uintptr_t>(p))), std::string::npos);
+  EXPECT_NE(json.find("\"state\":\"live\""), std::string::npos);
+  EXPECT_NE(json.find("\"reserved_bytes\":{\"current\":2097152"), std::string::npos) << json;
+  alloc.deallocate(p);
+}
+
+TEST_F(AllocatorTest, HistoryIsAReplayableTrace) {
+  caching_allocator alloc(device, allocator_options{.history_capacity = 2});
+  void* p = alloc.allocate(4 * kib, a);
+  alloc.deallocate(p);
+  const std::string csv = alloc.history_csv();
+  EXPECT_EQ(csv.rfind("action,addr,size,stream\n", 0), 0u);
+  EXPECT_NE(csv.find("free_requested," + std::to_string(reinterpret_cast<std::uintptr_t>(p))), std::string::npos);
+}
+
+TEST(AllocConf, ParsesEveryKey) {
+  const allocator_options o = parse_alloc_conf(
+      "segments:fixed, cross_stream:never,small_request_limit:512KiB,small_segment:4MiB,large_segment:32MiB,"
+      "expandable_reserve:1GiB,granularity:2MiB,history:100");
+  EXPECT_EQ(o.segments, segment_kind::fixed);
+  EXPECT_EQ(o.reuse, cross_stream_reuse::never);
+  EXPECT_EQ(o.small_request_limit, 512 * kib);
+  EXPECT_EQ(o.small_segment_bytes, 4 * mib);
+  EXPECT_EQ(o.large_segment_bytes, 32 * mib);
+  EXPECT_EQ(o.expandable_reserve_bytes, 1024 * mib);
+  EXPECT_EQ(o.history_capacity, 100u);
+}
+
+TEST(AllocConf, RejectsUnknownKeysAndBadValues) {
+  EXPECT_THROW((void)parse_alloc_conf("colour:blue"), usage_error);
+  EXPECT_THROW((void)parse_alloc_conf("segments:maybe"), usage_error);
+  EXPECT_THROW((void)parse_alloc_conf("history:lots"), usage_error);
+  EXPECT_THROW((void)parse_alloc_conf("granularity"), usage_error);
+}
+
+}  // namespace
+}  // namespace streamsafe
