@@ -16,6 +16,7 @@ const std::vector<option_spec> demo_options = {
     {"trials", true, "trials per case (default 20)"},
     {"seed", true, "seed of the sim scheduler and of the trial values (default 1)"},
     {"json", false, "print one JSON object instead of the story"},
+    {"out", true, "folder for the timeline's Chrome trace and HTML report (default: .)"},
     {"help", false, "show this help"},
 };
 
@@ -41,11 +42,14 @@ void print_json(const Device& device, std::uint64_t trials, std::uint64_t seed,
 int run_demo(const std::vector<std::string>& argv) {
   args parsed("demo", argv, demo_options);
   if (parsed.has("help")) {
-    std::cout << usage("demo", "[--backend sim|cuda] [--trials N] [--seed S] [--json]", demo_options);
+    std::cout << usage("demo", "[--backend sim|cuda] [--trials N] [--seed S] [--json] [--out DIR]", demo_options);
     return 0;
   }
   const auto seed = parsed.unsigned_or("seed", 1);
-  demo_setup setup{.device = pick_device(parsed, seed), .trials = parsed.unsigned_or("trials", 20), .seed = seed};
+  demo_setup setup{.device = pick_device(parsed, seed),
+                   .trials = parsed.unsigned_or("trials", 20),
+                   .seed = seed,
+                   .output_dir = parsed.value_or("out", ".")};
   if (setup.trials == 0) throw usage_error("streamsafe demo: --trials must be at least 1");
   const bool json = parsed.has("json");
   if (!json) {
@@ -53,7 +57,7 @@ int run_demo(const std::vector<std::string>& argv) {
     std::cout << "streamsafe demo on " << setup.device.name() << ", " << setup.trials << " trials per case\n\n";
   }
   std::vector<demo_figure> figures;
-  for (auto* section : {run_ordering_demo, run_lifetime_demo}) {
+  for (auto* section : {run_ordering_demo, run_lifetime_demo, run_hazard_demo, run_timeline_demo}) {
     auto produced = section(setup);
     figures.insert(figures.end(), produced.begin(), produced.end());
   }

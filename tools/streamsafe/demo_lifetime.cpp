@@ -99,13 +99,16 @@ std::vector<demo_figure> run_lifetime_demo(const demo_setup& setup) {
   const std::uint64_t poisoned = corrupted_trials(setup, lifetime_variant::missing_record_stream_poisoned);
   if (setup.text != nullptr) {
     std::ostream& out = *setup.text;
-    out << "lifetime: a side stream reads a buffer the host then frees; the caching allocator hands the memory "
-           "to another stream, which overwrites it\n"
-        << "  without record_stream:          " << buggy << "/" << setup.trials << " trials corrupted\n"
-        << "  with record_stream(side):       " << fixed << "/" << setup.trials << " trials corrupted\n"
-        << "  without it, poison adaptor on:  " << poisoned << "/" << setup.trials
-        << " trials corrupted (freed memory is overwritten on the freeing stream, so the bug always shows)\n"
-        << "  fix: allocator.record_stream(buffer, side_stream) before the free\n";
+    out << "2. Lifetime: memory used on another stream must not be reused too early (record_stream)\n"
+        << "   Stream `side` reads a buffer the host then frees; the caching allocator hands the memory\n"
+        << "   to the next allocation, whose stream overwrites it.\n"
+        << "   without record_stream:         " << buggy << "/" << setup.trials << " trials corrupted\n"
+        << "   with record_stream(side):      " << fixed << "/" << setup.trials << " trials corrupted\n"
+        << "   without it, poison adaptor on: " << poisoned << "/" << setup.trials
+        << " trials corrupted (freed memory is overwritten\n"
+        << "   on the freeing stream and handed out again at once, so the bug shows every time)\n"
+        << "   Fix: allocator.record_stream(buffer, side) before the free: the allocator then holds the\n"
+        << "   block until `side`'s work is done.\n\n";
   }
   return {{"lifetime_trials", std::to_string(setup.trials)},
           {"lifetime_buggy_corrupted", std::to_string(buggy)},

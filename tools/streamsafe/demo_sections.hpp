@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -18,6 +19,7 @@ struct demo_setup {
   std::uint64_t trials = 20;
   std::uint64_t seed = 1;
   std::ostream* text = nullptr;  // where the story goes; nullptr with --json
+  std::filesystem::path output_dir = ".";  // where sections write files (the timeline's trace)
 };
 
 /// One figure of a section: a JSON key and its value, already JSON (a number, true/false, or a
@@ -31,5 +33,15 @@ std::vector<demo_figure> run_ordering_demo(const demo_setup& setup);
 /// The side-stream reader whose buffer is freed and reused (GUIDE.md section 1): a missing
 /// record_stream. Figures prefixed `lifetime_`.
 std::vector<demo_figure> run_lifetime_demo(const demo_setup& setup);
+
+/// Both buggy programs through the hazard engine: the reports, then `enforce` fixing them.
+/// Figures: hazards_reported, enforce_corrupted, enforce_inserted_waits,
+/// enforce_inserted_record_streams.
+std::vector<demo_figure> run_hazard_demo(const demo_setup& setup);
+
+/// A copy -> compute -> copy-back pipeline collected live: per-stream busy/overlap summary, a
+/// Chrome trace and an HTML report written to the current directory (streamsafe-demo-timeline.*).
+/// Figures: timeline_collected, timeline_streams, timeline_overlap_us, timeline_dependencies.
+std::vector<demo_figure> run_timeline_demo(const demo_setup& setup);
 
 }  // namespace streamsafe::cli

@@ -1,0 +1,34 @@
+// The caching allocator seen by a hazard tracker: allocations, frees and record_stream calls
+// give the engine its lifetimes, so a missing record_stream is reported as a reuse race, and
+// under `enforce` the missing record_stream is made at the free, before the block can be reused.
+#pragma once
+
+#include <cstddef>
+#include "streamsafe/source_location.hpp"
+
+#include "streamsafe/alloc/caching_allocator.hpp"
+#include "streamsafe/hazard/tracker.hpp"
+
+namespace streamsafe::hazard {
+
+/// Both references must outlive this object. Thread-safe as its two parts are.
+class tracked_allocator {
+ public:
+  tracked_allocator(caching_allocator& allocator, tracker& hazards);
+
+  /// As caching_allocator::allocate; the new lifetime starts on `stream`.
+  [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream,
+                               streamsafe::source_location where = streamsafe::source_location::current());
+  /// Tells the engine first: under `enforce`, record_stream is called for every stream whose
+  /// work on the block is not yet covered, so the allocator holds the block until it is done.
+  void deallocate(void* ptr, streamsafe::source_location where = streamsafe::source_location::current());
+  void record_stream(void* ptr, StreamRef stream, streamsafe::source_location where = streamsafe::source_location::current());
+
+  [[nodiscard]] caching_allocator& allocator() const noexcept { return allocator_; }
+
+ private:
+  caching_allocator& allocator_;
+  tracker& hazards_;
+};
+
+}  // namespace streamsafe::hazard
