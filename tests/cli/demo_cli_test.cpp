@@ -37,7 +37,8 @@ TEST(DemoCli, VersionNamesTheBackends) {
 
 TEST(DemoCli, SimExposesTheMissingWaitForEverySeedAndTheFixNever) {
   for (int seed = 1; seed <= 5; ++seed) {
-    auto result = run("demo --backend sim --json --trials 4 --seed " + std::to_string(seed));
+    auto result = run("demo --backend sim --json --trials 4 --out " + ::testing::TempDir() + " --seed " +
+                      std::to_string(seed));
     ASSERT_EQ(result.exit_code, 0) << result.output;
     EXPECT_EQ(figure(result.output, "trials"), 4);
     EXPECT_GT(figure(result.output, "buggy_corrupted"), 0) << result.output;
@@ -46,8 +47,23 @@ TEST(DemoCli, SimExposesTheMissingWaitForEverySeedAndTheFixNever) {
   }
 }
 
+TEST(DemoCli, SimExposesTheMissingRecordStreamAndTheEngineCatchesAndFixesBoth) {
+  const std::string out_dir = ::testing::TempDir() + "demo-cli-test";
+  auto result = run("demo --backend sim --json --trials 3 --out " + out_dir);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(figure(result.output, "lifetime_buggy_corrupted"), 3) << result.output;
+  EXPECT_EQ(figure(result.output, "lifetime_fixed_corrupted"), 0) << result.output;
+  EXPECT_EQ(figure(result.output, "lifetime_poison_corrupted"), 3) << result.output;
+  EXPECT_EQ(figure(result.output, "hazards_reported"), 2) << result.output;
+  EXPECT_EQ(figure(result.output, "enforce_corrupted"), 0) << result.output;
+  EXPECT_EQ(figure(result.output, "enforce_inserted_waits"), 3) << result.output;
+  EXPECT_EQ(figure(result.output, "enforce_inserted_record_streams"), 3) << result.output;
+  EXPECT_EQ(figure(result.output, "timeline_streams"), 3) << result.output;
+  EXPECT_THAT(result.output, ::testing::HasSubstr("\"timeline_collected\":true"));
+}
+
 TEST(DemoCli, TextOutputTellsTheStory) {
-  auto result = run("demo --backend sim --trials 3");
+  auto result = run("demo --backend sim --trials 3 --out " + ::testing::TempDir());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, ::testing::HasSubstr("without wait_event: 3/3 trials corrupted"));
   EXPECT_THAT(result.output, ::testing::HasSubstr("with wait_event:    0/3 trials corrupted"));
