@@ -6,8 +6,8 @@
 set -uo pipefail
 bin=.device-build/bin
 export LD_LIBRARY_PATH="$PWD/.device-build/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-out=${OUT:-/tmp/streamsafe-gpu}
-mkdir -p "$out"
+# The device tool brings back at most 8 files, so results are gathered here and packed into one.
+out=$(mktemp -d /tmp/streamsafe-gpu.XXXX)
 parts=${*:-tests demo runtime alloc hazard_step monitor_collector}
 {
   echo "date: $(date -u +%FT%TZ)"
@@ -44,3 +44,11 @@ for part in $parts; do
       echo "${part}_bench: exit $?"; grep -E "_median|ERROR" "$out/${part}_bench.txt" | head -60 ;;
   esac
 done
+
+label=$(echo "$parts" | tr ' ' '-')
+if [ -n "${OUT:-}" ]; then
+  tar -czf "$OUT/gpu-session-$label.tar.gz" -C "$out" .
+  echo "results: \$OUT/gpu-session-$label.tar.gz"
+else
+  echo "results: $out"
+fi
