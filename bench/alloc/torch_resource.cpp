@@ -45,6 +45,8 @@ std::unique_ptr<bench_resource> make_torch_caching(std::string& why) {
     why = "no CUDA device";
     return nullptr;
   }
+  // Python's torch.cuda does this at its lazy init; from C++ it is ours to do.
+  c10::cuda::CUDACachingAllocator::init(count);
   return std::make_unique<torch_caching_resource>();
 }
 
