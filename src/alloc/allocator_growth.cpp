@@ -56,7 +56,7 @@ block* caching_allocator_impl::obtain(stream_pool& pool, pool_kind kind, std::si
 block* caching_allocator_impl::take_own(stream_pool& pool, pool_kind kind, std::size_t rounded) {
   std::lock_guard lock(pool.mutex);
   block* candidate = pool.find(kind, rounded);
-  return candidate != nullptr && candidate->mapped ? pool.take(candidate, rounded, pool) : nullptr;
+  return candidate != nullptr && prefix_mapped(*candidate, rounded) ? pool.take(candidate, rounded, pool) : nullptr;
 }
 
 block* caching_allocator_impl::borrow(stream_pool& pool, pool_kind kind, std::size_t rounded) {
@@ -66,7 +66,7 @@ block* caching_allocator_impl::borrow(stream_pool& pool, pool_kind kind, std::si
     {
       std::lock_guard lock(lender->mutex);
       block* candidate = lender->find(kind, rounded);
-      if (candidate == nullptr || !candidate->mapped) continue;
+      if (candidate == nullptr || !prefix_mapped(*candidate, rounded)) continue;
       b = lender->take(candidate, rounded, pool);
     }
     // The borrower's use starts after everything the lender enqueued so far, the block's past

@@ -52,6 +52,20 @@ struct segment {
   std::vector<bool> chunk_mapped;  // expandable only: one entry per granule
 };
 
+/// Whether the first `bytes` of free block `b` are backed by physical memory, so they can be
+/// handed out without mapping. A merged free block may be partly mapped (mapped is then false):
+/// the chunk map says whether the part a request needs is.
+[[nodiscard]] inline bool prefix_mapped(const block& b, std::size_t bytes) noexcept {
+  if (b.mapped) return true;
+  const segment& s = *b.owner;
+  const std::size_t first = (b.address - s.address) / s.granularity;
+  const std::size_t last = (b.address + bytes - 1 - s.address) / s.granularity;
+  for (std::size_t chunk = first; chunk <= last; ++chunk) {
+    if (!s.chunk_mapped[chunk]) return false;
+  }
+  return true;
+}
+
 [[nodiscard]] inline bool wholly_free(const segment& s) noexcept {
   return s.live_blocks == 0 && s.first != nullptr && s.first->next == nullptr;
 }

@@ -40,8 +40,10 @@ void stream_pool::split(block* b, std::size_t bytes) {
 }
 
 block* stream_pool::take(block* candidate, std::size_t bytes, stream_pool& user) {
+  const bool backed = prefix_mapped(*candidate, bytes);
   bins_[index(candidate->owner->kind)].remove(candidate);
   split(candidate, bytes);
+  candidate->mapped = backed;  // the part handed out, not the rest
   candidate->state = block_state::live;
   candidate->user = &user;
   ++candidate->owner->live_blocks;
