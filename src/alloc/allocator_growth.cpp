@@ -43,12 +43,13 @@ block* caching_allocator_impl::allocate_slow(stream_pool& pool, pool_kind kind, 
 
 block* caching_allocator_impl::obtain(stream_pool& pool, pool_kind kind, std::size_t rounded) {
   if (block* b = take_own(pool, kind, rounded)) return b;
-  if (options_.reuse == cross_stream_reuse::borrow) {
-    if (block* b = borrow(pool, kind, rounded)) return b;
-  }
+  // Growing comes before borrowing: a borrowed block goes home at its free, so a stream that
+  // borrowed in steady state would pay an event record, a wait and a pending free on every
+  // allocation. Borrowing is for when the device has no more to give.
   try {
     return grow(pool, kind, rounded);
   } catch (const out_of_memory&) {
+    if (options_.reuse == cross_stream_reuse::borrow) return borrow(pool, kind, rounded);
     return nullptr;  // the ladder decides what to do next
   }
 }

@@ -56,16 +56,31 @@ TEST_F(AllocatorTest, NeighboursMergeSoALargerRequestFitsWithoutGrowing) {
 }
 
 TEST_F(AllocatorTest, BorrowedBlockMakesTheBorrowerWaitForTheLender) {
-  caching_allocator alloc(device, allocator_options{.segments = segment_kind::fixed});
-  auto* p = static_cast<std::uint32_t*>(alloc.allocate(4 * kib, slow));
-  slow.fill(p, 0x11, 4 * kib);  // starved: still queued when the block moves to b
+  // A device that holds one small segment: b cannot grow, so it must borrow.
+  Device full = Device::sim(sim_options{.memory_capacity = 2 * mib});
+  Stream lender(full, {.name = "lender", .pacing = sim_pacing::starved});
+  Stream borrower(full, {.name = "borrower"});
+  caching_allocator alloc(full, allocator_options{.segments = segment_kind::fixed});
+  auto* p = static_cast<std::uint32_t*>(alloc.allocate(4 * kib, lender));
+  lender.fill(p, 0x11, 4 * kib);  // starved: still queued when the block moves to the borrower
   alloc.deallocate(p);
+  StreamRef b = borrower;
   auto* q = static_cast<std::uint32_t*>(alloc.allocate(4 * kib, b));
-  EXPECT_EQ(p, q) << "b should borrow the block cached by the idle stream";
+  EXPECT_EQ(p, q) << "the borrower should borrow the block cached by the idle stream";
   b.fill(q, 0x22, 4 * kib);
   b.synchronize();
   EXPECT_EQ(q[0], 0x22222222u) << "b's write must land after the lender's queued write";
   EXPECT_EQ(alloc.stats().num_cross_stream_reuses, 1u);
+  alloc.deallocate(q);
+}
+
+TEST_F(AllocatorTest, WithMemoryToSpareAStreamGrowsItsOwnCacheInsteadOfBorrowing) {
+  caching_allocator alloc(device, allocator_options{.segments = segment_kind::fixed});
+  void* p = alloc.allocate(4 * kib, a);
+  alloc.deallocate(p);
+  void* q = alloc.allocate(4 * kib, b);
+  EXPECT_NE(p, q);
+  EXPECT_EQ(alloc.stats().num_cross_stream_reuses, 0u);
   alloc.deallocate(q);
 }
 

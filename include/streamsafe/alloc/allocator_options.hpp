@@ -21,11 +21,12 @@ enum class segment_kind {
 
 /// Whether a stream may take memory cached by another stream.
 enum class cross_stream_reuse {
-  /// When a stream's own cache cannot serve a request, a free block cached by another stream
-  /// is lent to it: the asking stream first waits (on the device, never the host) on an event
-  /// recorded on the owner; at its free, an event recorded on the borrower holds the block until
-  /// the borrower's work is done, then it returns to the owner's cache. Tried before the device
-  /// is asked for more memory, so memory cached by an idle stream is never stranded.
+  /// When a stream's own cache cannot serve a request and the device has no more memory to
+  /// give, a free block cached by another stream is lent to it: the asking stream first waits
+  /// (on the device, never the host) on an event recorded on the owner; at its free, an event
+  /// recorded on the borrower holds the block until the borrower's work is done, then it returns
+  /// to the owner's cache. So memory cached by an idle stream is never stranded, and a stream
+  /// with room to grow builds its own cache (borrowing costs an event per allocation).
   borrow,
   /// Never: each stream only reuses what it freed itself (PyTorch's policy).
   never,

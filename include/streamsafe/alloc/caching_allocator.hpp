@@ -3,7 +3,7 @@
 //
 // Ordering. allocate(n, s) returns memory usable on s at once. A block freed by stream s is
 // reusable at once by s (same-stream reuse, the fast path). Memory cached by another stream t is
-// lent to s when s's own cache cannot serve it, before the device is asked for more: s is made to
+// lent to s when s's own cache cannot serve it and the device has no more to give: s is made to
 // wait, on the device, on an event recorded on t, so the host never stalls and memory cached by
 // an idle stream is never stranded (cross_stream_reuse::borrow). A lent block goes back to t's
 // cache once an event recorded on s at its free has completed.
