@@ -1,5 +1,7 @@
 // The lifetime section of `streamsafe demo` (GUIDE.md section 1): a side stream reads a buffer,
-// the host frees it, and the allocator hands the memory to another stream that overwrites it.
+// the host frees it, and the allocator hands the memory to the next allocation on the buffer's
+// own stream, which overwrites it (same-stream reuse needs no wait: that is the caching
+// allocator's contract, and why it must be told about the side stream).
 // Without record_stream the reader sees the new owner's data; with it, never; with the poison
 // adaptor the bug shows in every trial. On sim the reader's stream is starved, so it always
 // loses the race; on cuda its kernel spins about 2 ms before reading.
@@ -28,7 +30,6 @@ struct lifetime_rig {
   explicit lifetime_rig(const Device& device)
       : owner(device, stream_options{.name = "owner"}),
         reader(device, stream_options{.name = "side reader", .pacing = sim_pacing::starved}),
-        next_owner(device, stream_options{.name = "next owner"}),
         allocator(device, allocator_options{.segments = segment_kind::fixed}),
         poisoned(allocator),
         copy_out(static_cast<std::uint32_t*>(Device(device).allocate(element_count * sizeof(std::uint32_t)))),
@@ -44,7 +45,6 @@ struct lifetime_rig {
 
   Stream owner;
   Stream reader;
-  Stream next_owner;
   caching_allocator allocator;
   poison_adaptor poisoned;
   std::uint32_t* copy_out;
@@ -73,8 +73,8 @@ bool run_trial(lifetime_rig& rig, lifetime_variant variant) {
   rig.reader.wait(rig.owner);  // the ordering half is right: the reader waits for the write
   rig.reader.launch(demo::slow_copy_kernel(buffer, rig.copy_out, element_count));
   free_buffer(rig, buffer, variant);
-  auto* reused = static_cast<std::uint32_t*>(rig.allocator.allocate(bytes, rig.next_owner));
-  rig.next_owner.launch(demo::fill_kernel(reused, element_count, new_value));
+  auto* reused = static_cast<std::uint32_t*>(rig.allocator.allocate(bytes, rig.owner));
+  rig.owner.launch(demo::fill_kernel(reused, element_count, new_value));
   rig.reader.copy(rig.host, rig.copy_out, bytes);
   rig.reader.synchronize();
   rig.allocator.deallocate(reused);
@@ -101,7 +101,7 @@ std::vector<demo_figure> run_lifetime_demo(const demo_setup& setup) {
     std::ostream& out = *setup.text;
     out << "2. Lifetime: memory used on another stream must not be reused too early (record_stream)\n"
         << "   Stream `side` reads a buffer the host then frees; the caching allocator hands the memory\n"
-        << "   to the next allocation, whose stream overwrites it.\n"
+        << "   to the next allocation on the buffer's own stream, which overwrites it.\n"
         << "   without record_stream:         " << buggy << "/" << setup.trials << " trials corrupted\n"
         << "   with record_stream(side):      " << fixed << "/" << setup.trials << " trials corrupted\n"
         << "   without it, poison adaptor on: " << poisoned << "/" << setup.trials
