@@ -10,6 +10,8 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "common/expects.hpp"
 #include "streamsafe/event_pool.hpp"
@@ -73,8 +75,27 @@ struct tracker::state final : RuntimeObserver {
     }
   }
 
+  /// Labels by call site, so the hot path neither formats "file:line" nor hashes strings.
+  struct call_site {
+    const char* file;
+    unsigned line;
+    friend bool operator==(const call_site&, const call_site&) = default;
+  };
+  struct call_site_hash {
+    std::size_t operator()(const call_site& site) const noexcept {
+      return std::hash<const void*>{}(site.file) * 31 + site.line;
+    }
+  };
+  std::unordered_map<call_site, std::vector<std::pair<std::string, label_id>>, call_site_hash> site_labels;
+
   op_site site(std::string_view op_name, const streamsafe::source_location& where) {
-    return op_site{model.label(op_name, location(where)), ++ops};
+    auto& labels = site_labels[call_site{where.file_name(), where.line()}];
+    for (const auto& [name, label] : labels) {
+      if (name == op_name) return op_site{label, ++ops};
+    }
+    const label_id label = model.label(op_name, location(where));
+    labels.emplace_back(std::string(op_name), label);
+    return op_site{label, ++ops};
   }
   op_site site(std::string_view op_name) { return op_site{model.label(op_name), ++ops}; }
 
@@ -150,7 +171,7 @@ struct tracker::state final : RuntimeObserver {
   void on_device_synchronize() override { observe([&] { model.device_sync(site("device_sync")); }); }
 };
 
-tracker::tracker(const Device& device, policy mode) : state_(std::make_shared<state>(device, mode)) {
+tracker::tracker(const Device& device, policy mode) : mode_(mode), state_(std::make_shared<state>(device, mode)) {
   state_->know(device.default_stream());
   attach_observer(device, state_);
 }
@@ -225,6 +246,10 @@ void tracker::track_record_stream(const void* ptr, StreamRef stream, streamsafe:
 }
 
 void tracker::submit(const tracked_op& op, std::string_view op_name, const std::function<void()>& enqueue) {
+  if (mode_ == policy::off) {  // no tracking: no lock, no lookups
+    enqueue();
+    return;
+  }
   std::lock_guard lock(state_->mutex);
   state_->know(op.stream_);
   state_->apply(state_->model.access(engine_id(op.stream_), op.reads_, op.writes_, state_->site(op_name, op.where_)));

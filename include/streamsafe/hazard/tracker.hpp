@@ -103,6 +103,7 @@ class tracker {
  private:
   friend class tracked_op;
   void submit(const tracked_op& op, std::string_view op_name, const std::function<void()>& enqueue);
+  policy mode_;
   std::shared_ptr<state> state_;
 };
 
