@@ -95,7 +95,10 @@ void run_steps(benchmark::State& state, const Device& device, collection mode) {
       state.ResumeTiming();
     }
   }
-  if (collect) state.counters["ops_seen"] = static_cast<double>(collect->ops_seen());
+  if (!collect) return;
+  const auto usage = collect->usage();  // flushes what CUPTI still buffers
+  state.counters["ops_seen"] = static_cast<double>(collect->ops_seen());
+  state.counters["streams_seen"] = static_cast<double>(usage.streams.size());
 }
 
 void sim_case(benchmark::State& state, collection mode) {

@@ -26,6 +26,11 @@ class record_sink {
   virtual void on_annotation(const annotation& range, std::string_view name) noexcept = 0;
 };
 
+/// How much a source records. Device ops alone are what the always-on figures need; host calls,
+/// synchronization and event records (much dearer to collect through CUPTI, which must hook
+/// every runtime call) only matter inside a traced window.
+enum class trace_detail { device_ops, full };
+
 /// Who reports the host's runtime calls: the source itself (CUPTI's runtime records) or the
 /// collector, from streamsafe's observer callbacks (sim, where there is no CUDA runtime).
 enum class host_call_origin { source, observer };
@@ -39,6 +44,8 @@ class collection_source {
   /// (CUPTI delivers on the calling thread).
   virtual void flush() = 0;
   [[nodiscard]] virtual host_call_origin host_calls() const = 0;
+  /// Switches what is recorded from now on; a source starts with device_ops.
+  virtual void set_detail(trace_detail detail) = 0;
   [[nodiscard]] virtual std::string description() const = 0;
 };
 

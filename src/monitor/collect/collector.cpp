@@ -65,7 +65,9 @@ class collector_state final : public record_sink, public RuntimeObserver {
 
   void start_tracing() {
     std::lock_guard lock(mutex_);
-    if (source_ && !recording_) recording_.emplace("live: " + device_name_);
+    if (!source_ || recording_) return;
+    source_->set_detail(trace_detail::full);
+    recording_.emplace("live: " + device_name_);
   }
   [[nodiscard]] trace stop_tracing() {
     flush();
@@ -73,6 +75,7 @@ class collector_state final : public record_sink, public RuntimeObserver {
     if (!recording_) return {};
     auto finished = std::move(*recording_).finish(names_, device_name_, device_ordinal_);
     recording_.reset();
+    source_->set_detail(trace_detail::device_ops);
     return finished;
   }
   [[nodiscard]] usage_report usage() {

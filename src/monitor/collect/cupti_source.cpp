@@ -87,6 +87,9 @@ class enabled_kinds {
     if (result == CUPTI_SUCCESS) kinds_.push_back(kind);
     return result;
   }
+  void disable(CUpti_ActivityKind kind) {
+    if (std::erase(kinds_, kind) > 0) (void)cuptiActivityDisable(kind);
+  }
 
  private:
   std::vector<CUpti_ActivityKind> kinds_;
@@ -140,6 +143,13 @@ std::string memcpy_name(std::uint8_t copy_kind, memory_kind src, memory_kind dst
   return std::string("Memcpy ") + direction + " (" + side(src) + " -> " + side(dst) + ")";
 }
 
+/// Recorded always: what runs on the device (no per-API-call hook).
+constexpr CUpti_ActivityKind device_kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                               CUPTI_ACTIVITY_KIND_MEMSET};
+/// Recorded inside traced windows only: host calls, syncs, events and NVTX ranges.
+constexpr CUpti_ActivityKind traced_window_kinds[] = {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_CUDA_EVENT,
+                                                      CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_MARKER};
+
 class cupti_source final : public collection_source {
  public:
   cupti_source(Device device, std::weak_ptr<record_sink> sink) : device_(std::move(device)), sink_(std::move(sink)) {}
@@ -167,12 +177,21 @@ class cupti_source final : public collection_source {
     if (auto result = cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed); result != CUPTI_SUCCESS) {
       return refusal("cuptiActivityRegisterCallbacks", result);
     }
-    for (auto kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-                      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_CUDA_EVENT, CUPTI_ACTIVITY_KIND_RUNTIME,
-                      CUPTI_ACTIVITY_KIND_MARKER}) {
+    for (auto kind : device_kinds) {
       if (auto result = enabled_.enable(kind); result != CUPTI_SUCCESS) return refusal("cuptiActivityEnable", result);
     }
     return {};
+  }
+
+  void set_detail(trace_detail detail) override {
+    switch (detail) {
+      case trace_detail::full:
+        for (auto kind : traced_window_kinds) (void)enabled_.enable(kind);
+        return;
+      case trace_detail::device_ops:  // the collector flushed the window's records already
+        for (auto kind : traced_window_kinds) enabled_.disable(kind);
+        return;
+    }
   }
 
   stream_key key_of(StreamRef stream) override {

@@ -57,6 +57,7 @@ class sim_source final : public collection_source {
   }
   void flush() override {}  // ops report as they run
   host_call_origin host_calls() const override { return host_call_origin::observer; }
+  void set_detail(trace_detail /*detail*/) override {}  // timing sim ops costs nothing extra
   std::string description() const override { return "sim op timing on " + device_.name(); }
 
  private:
