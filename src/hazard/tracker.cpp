@@ -252,8 +252,19 @@ void tracker::submit(const tracked_op& op, std::string_view op_name, const std::
   }
   std::lock_guard lock(state_->mutex);
   state_->know(op.stream_);
-  state_->apply(state_->model.access(engine_id(op.stream_), op.reads_, op.writes_, state_->site(op_name, op.where_)));
+  state_->apply(state_->model.access(engine_id(op.stream_), op.reads_.view(), op.writes_.view(),
+                                     state_->site(op_name, op.where_)));
   enqueue();
+}
+
+void range_list::push_back(byte_range range) {
+  if (count_ < inline_.size()) {
+    inline_[count_++] = range;
+    return;
+  }
+  if (count_ == inline_.size()) spilled_.assign(inline_.begin(), inline_.end());
+  spilled_.push_back(range);
+  ++count_;
 }
 
 tracked_op& tracked_op::reads(const void* ptr, std::size_t bytes) {

@@ -204,6 +204,22 @@ TEST(HazardTracker, ABugRepeatedInALoopIsReportedOnce) {
   device.deallocate(data);
 }
 
+TEST(HazardTracker, AnOpWithManyRangesChecksEveryOne) {
+  Device device = Device::sim();
+  hazard::tracker tracker(device, policy::report);
+  Stream a(device, {.name = "a"});
+  Stream b(device, {.name = "b"});
+  auto* data = static_cast<std::uint32_t*>(device.allocate(bytes));
+  tracker.on(a).writes(data + 100, 4).fill(data + 100, 1, 4);  // the only write, in the 6th range
+  auto read = tracker.on(b);
+  for (std::size_t piece = 0; piece < 6; ++piece) read.reads(data + piece * 20, 4 * 20);
+  read.launch(kernel{.name = "gather", .sim = [] {}});
+  device.synchronize();
+  ASSERT_EQ(kinds(tracker), std::vector<hazard_kind>{hazard_kind::race});
+  EXPECT_EQ(tracker.hazards()[0].range.first, reinterpret_cast<std::uint64_t>(data + 100));
+  device.deallocate(data);
+}
+
 TEST(HazardTracker, OffTracksNothing) {
   Device device = Device::sim();
   hazard::tracker tracker(device, policy::off);

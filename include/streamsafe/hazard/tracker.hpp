@@ -15,11 +15,12 @@
 // Thread-safe: calls from several host threads are serialized by an internal lock.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include "streamsafe/source_location.hpp"
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "streamsafe/hazard/hazard.hpp"
 #include "streamsafe/hazard/policy.hpp"
 #include "streamsafe/kernel.hpp"
+#include "streamsafe/source_location.hpp"
 #include "streamsafe/stream.hpp"
 
 namespace streamsafe::hazard {
@@ -37,6 +39,21 @@ class tracker;
 /// The policy named by the environment variable STREAMSAFE_HAZARDS (off, report or enforce);
 /// `fallback` when unset. Throws usage_error for any other value.
 [[nodiscard]] policy policy_from_environment(policy fallback = policy::report);
+
+/// Byte ranges of one op: a few inline (no heap allocation per op), more spill to the heap.
+class range_list {
+ public:
+  void push_back(byte_range range);
+  [[nodiscard]] std::span<const byte_range> view() const noexcept {
+    return count_ <= inline_.size() ? std::span<const byte_range>(inline_.data(), count_)
+                                    : std::span<const byte_range>(spilled_);
+  }
+
+ private:
+  std::array<byte_range, 4> inline_{};
+  std::vector<byte_range> spilled_;
+  std::size_t count_ = 0;
+};
 
 /// One op being described before it is enqueued: name its ranges, then launch, copy or fill.
 /// Obtained from tracker::on(); use it at once (it refers to the tracker and the stream).
@@ -57,8 +74,8 @@ class tracked_op {
   tracker& owner_;
   StreamRef stream_;
   streamsafe::source_location where_;
-  std::vector<byte_range> reads_;
-  std::vector<byte_range> writes_;
+  range_list reads_;
+  range_list writes_;
 };
 
 class tracker {
