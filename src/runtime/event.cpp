@@ -1,26 +1,18 @@
 #include "streamsafe/event.hpp"
 
-#include <atomic>
-
 #include "common/expects.hpp"
 #include "runtime/device_impl.hpp"
 #include "runtime/event_impl.hpp"
 #include "runtime/stream_impl.hpp"
+#include "runtime/unique_id.hpp"
 #include "streamsafe/runtime_observer.hpp"
 
 namespace streamsafe {
 
 namespace detail {
 
-namespace {
-event_id next_event_id() {
-  static std::atomic<std::uint64_t> counter{0};
-  return event_id{++counter};
-}
-}  // namespace
-
 EventImpl::EventImpl(std::shared_ptr<DeviceImpl> device, event_timing timing)
-    : device_(std::move(device)), id_(next_event_id()), timing_(timing) {}
+    : device_(std::move(device)), id_(next_unique_id<event_id>()), timing_(timing) {}
 
 }  // namespace detail
 

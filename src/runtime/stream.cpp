@@ -1,27 +1,19 @@
 #include "streamsafe/stream.hpp"
 
-#include <atomic>
-
 #include "common/expects.hpp"
 #include "runtime/device_impl.hpp"
 #include "runtime/event_impl.hpp"
 #include "runtime/event_pool_state.hpp"
 #include "runtime/stream_impl.hpp"
+#include "runtime/unique_id.hpp"
 #include "streamsafe/runtime_observer.hpp"
 
 namespace streamsafe {
 
 namespace detail {
 
-namespace {
-stream_id next_stream_id() {
-  static std::atomic<std::uint64_t> counter{0};
-  return stream_id{++counter};
-}
-}  // namespace
-
 StreamImpl::StreamImpl(std::shared_ptr<DeviceImpl> device, const stream_options& options)
-    : device_(std::move(device)), id_(next_stream_id()), name_(options.name) {
+    : device_(std::move(device)), id_(next_unique_id<stream_id>()), name_(options.name) {
   if (name_.empty()) name_ = "stream" + std::to_string(static_cast<std::uint64_t>(id_));
 }
 
