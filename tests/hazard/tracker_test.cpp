@@ -9,6 +9,8 @@
 #include "streamsafe/error.hpp"
 #include "streamsafe/event.hpp"
 #include "streamsafe/hazard/report_text.hpp"
+#include "streamsafe/alloc/device_buffer.hpp"
+#include "streamsafe/hazard/tracked_allocator.hpp"
 #include "streamsafe/hazard/tracker.hpp"
 
 namespace streamsafe::testing {
@@ -218,6 +220,26 @@ TEST(HazardTracker, AnOpWithManyRangesChecksEveryOne) {
   ASSERT_EQ(kinds(tracker), std::vector<hazard_kind>{hazard_kind::race});
   EXPECT_EQ(tracker.hazards()[0].range.first, reinterpret_cast<std::uint64_t>(data + 100));
   device.deallocate(data);
+}
+
+TEST(HazardTracker, DeviceBuffersFromATrackedAllocatorCarryTheirLifetimes) {
+  Device device = Device::sim();
+  caching_allocator allocator(device);
+  hazard::tracker tracker(device, policy::report);
+  hazard::tracked_allocator memory(allocator, tracker);
+  Stream main(device, {.name = "main"});
+  Stream side(device, slow_stream("side"));
+  device_buffer<std::uint32_t, hazard::tracked_allocator> seen(memory, count, side);
+  {
+    device_buffer<std::uint32_t, hazard::tracked_allocator> block(memory, count, main);
+    tracker.on(main).writes(block).launch(fill_kernel(block.data(), count, 7));
+    side.wait(main);
+    tracker.on(side).reads(block).writes(seen).launch(slow_copy_kernel(block.data(), seen.data(), count));
+  }  // freed without record_stream(block, side)
+  device_buffer<std::uint32_t, hazard::tracked_allocator> next(memory, count, main);
+  tracker.on(main).writes(next).launch(fill_kernel(next.data(), count, 99));
+  device.synchronize();
+  EXPECT_EQ(kinds(tracker), std::vector<hazard_kind>{hazard_kind::reuse_race});
 }
 
 TEST(HazardTracker, OffTracksNothing) {

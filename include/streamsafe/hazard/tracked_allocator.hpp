@@ -7,6 +7,7 @@
 #include "streamsafe/source_location.hpp"
 
 #include "streamsafe/alloc/caching_allocator.hpp"
+#include "streamsafe/alloc/memory_resource.hpp"
 #include "streamsafe/hazard/tracker.hpp"
 
 namespace streamsafe::hazard {
@@ -30,5 +31,8 @@ class tracked_allocator {
   caching_allocator& allocator_;
   tracker& hazards_;
 };
+
+static_assert(stream_ordered_resource<tracked_allocator>,
+              "tracked_allocator must serve device_buffer like the allocator it wraps");
 
 }  // namespace streamsafe::hazard

@@ -61,6 +61,23 @@ class tracked_op {
  public:
   tracked_op& reads(const void* ptr, std::size_t bytes);
   tracked_op& writes(const void* ptr, std::size_t bytes);
+  /// Any contiguous range with data() and size_bytes(): a device_buffer, a std::span of one.
+  template <typename Range>
+    requires requires(const Range& range) {
+      range.data();
+      range.size_bytes();
+    }
+  tracked_op& reads(const Range& range) {
+    return reads(range.data(), range.size_bytes());
+  }
+  template <typename Range>
+    requires requires(const Range& range) {
+      range.data();
+      range.size_bytes();
+    }
+  tracked_op& writes(const Range& range) {
+    return writes(range.data(), range.size_bytes());
+  }
   /// Checks the op (inserting what `enforce` finds missing), then launches `work`.
   void launch(const kernel& work);
   /// A copy reads src and writes dst: no annotation needed.
