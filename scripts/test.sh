@@ -38,10 +38,17 @@ for target in $fuzz_targets; do
   corpus=$(sed -n "s/^ *streamsafe_fuzz_target($target [^ ]* \([^)]*\)).*/\1/p" fuzz/*.cmake)
   work=$(mktemp -d)
   cp -r "fuzz/$corpus/." "$work/"
-  "$root/fuzz/fuzz/$target" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 -print_final_stats=1 "$work" 2>&1 \
-    | grep -E "stat::number_of_executed_units|Done|ERROR|SUMMARY" || true
-  test "${PIPESTATUS[0]}" -eq 0
-  rm -rf "$work"
+  mkdir -p "$root/fuzz/artifacts"
+  status=0
+  "$root/fuzz/fuzz/$target" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 -print_final_stats=1 \
+    -artifact_prefix="$root/fuzz/artifacts/$target-" "$work" > "$work.log" 2>&1 || status=$?
+  grep -E "stat::number_of_executed_units|Done [0-9]+ runs" "$work.log" || true
+  if [ "$status" -ne 0 ]; then
+    tail -40 "$work.log"
+    echo "fuzz target $target failed (exit $status); the input is in $root/fuzz/artifacts/"
+    exit 1
+  fi
+  rm -rf "$work" "$work.log"
 done
 
 stage "4/4 install, then find_package(streamsafe) from another project"
