@@ -107,8 +107,8 @@ std::vector<demo_figure> run_timeline_demo(const demo_setup& setup) {
     *setup.text << "4. Timeline: a copy -> compute -> copy-back pipeline over 3 streams, " << stages
                 << " stages, collected live on " << device.name() << "\n";
     monitor::write_report_text(*setup.text, {&rank, 1});
-    *setup.text << "Chrome trace (open in Perfetto): " << std::filesystem::absolute(trace_path).string()
-                << "\nHTML report: " << std::filesystem::absolute(html_path).string() << "\n\n";
+    *setup.text << "Chrome trace (open in Perfetto): " << std::filesystem::absolute(trace_path).lexically_normal().string()
+                << "\nHTML report: " << std::filesystem::absolute(html_path).lexically_normal().string() << "\n\n";
   }
   return {{"timeline_collected", "true"},
           {"timeline_streams", std::to_string(result.usage.streams.size())},
