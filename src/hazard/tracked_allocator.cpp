@@ -8,6 +8,8 @@ tracked_allocator::tracked_allocator(caching_allocator& allocator, tracker& haza
       [&allocator](const void* block, StreamRef stream) { allocator.record_stream(const_cast<void*>(block), stream); });
 }
 
+tracked_allocator::~tracked_allocator() { hazards_.set_record_stream_action({}); }
+
 void* tracked_allocator::allocate(std::size_t bytes, StreamRef stream, streamsafe::source_location where) {
   void* ptr = allocator_.allocate(bytes, stream);
   if (ptr != nullptr) hazards_.track_alloc(ptr, allocator_.block_of(ptr).size, stream, where);

@@ -16,6 +16,10 @@ namespace streamsafe::hazard {
 class tracked_allocator {
  public:
   tracked_allocator(caching_allocator& allocator, tracker& hazards);
+  /// Takes back the record_stream action it gave the tracker (which may outlive it).
+  ~tracked_allocator();
+  tracked_allocator(const tracked_allocator&) = delete;
+  tracked_allocator& operator=(const tracked_allocator&) = delete;
 
   /// As caching_allocator::allocate; the new lifetime starts on `stream`.
   [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream,
