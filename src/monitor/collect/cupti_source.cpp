@@ -5,14 +5,17 @@
 // CUPTI allows one client per process: when another is attached (Nsight Systems, the PyTorch
 // profiler, a second collector) this source is refused with a message, never an exception.
 #include <cupti.h>
+#include <cxxabi.h>
 
 #include <atomic>
 #include <cctype>
 #include <chrono>
 #include <deque>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "monitor/collect/collection_source.hpp"
@@ -241,7 +244,23 @@ class cupti_source final : public collection_source {
   std::int64_t offset_ns_ = 0;
   std::map<std::uint32_t, std::pair<std::string, double>> open_ranges_;  // NVTX range id -> name, start
   std::mutex parse_mutex_;  // CUPTI may complete buffers on several threads
+  /// Kernel names as a person reads them, demangled once per kernel (guarded by parse_mutex_).
+  /// Keyed by CUPTI's name pointer, with the mangled text kept to check the pointer still
+  /// names the same kernel.
+  std::unordered_map<const char*, std::pair<std::string, std::string>> kernel_names_;
+  const std::string& readable_kernel_name(const char* mangled);
 };
+
+const std::string& cupti_source::readable_kernel_name(const char* mangled) {
+  auto& [seen, readable] = kernel_names_[mangled];
+  if (seen == mangled && !readable.empty()) return readable;
+  seen = mangled;
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  readable = status == 0 && demangled != nullptr ? demangled : mangled;
+  std::free(demangled);
+  return readable;
+}
 
 void cupti_source::parse(std::uint8_t* buffer, std::size_t valid) {
   const auto sink = sink_.lock();
@@ -272,8 +291,8 @@ void cupti_source::parse_record(const CUpti_Activity& record, std::vector<op_rec
   switch (record.kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(record);
-      gpu_op_of(k.deviceId, k.streamId, op_kind::kernel, k.name != nullptr ? k.name : "kernel", k.start, k.end,
-                k.correlationId);
+      gpu_op_of(k.deviceId, k.streamId, op_kind::kernel, k.name != nullptr ? readable_kernel_name(k.name) : "kernel",
+                k.start, k.end, k.correlationId);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
