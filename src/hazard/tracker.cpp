@@ -89,15 +89,22 @@ struct tracker::state final : RuntimeObserver {
   std::unordered_map<call_site, std::vector<std::pair<std::string, label_id>>, call_site_hash> site_labels;
 
   op_site site(std::string_view op_name, const streamsafe::source_location& where) {
-    auto& labels = site_labels[call_site{where.file_name(), where.line()}];
+    return cached_site(call_site{where.file_name(), where.line()}, op_name, [&] { return location(where); });
+  }
+  /// Ops the observer sees (records, waits, syncs) have no call site of their own.
+  op_site site(std::string_view op_name) {
+    return cached_site(call_site{nullptr, 0}, op_name, [] { return std::string(); });
+  }
+  template <typename Location>
+  op_site cached_site(const call_site& key, std::string_view op_name, Location&& where) {
+    auto& labels = site_labels[key];
     for (const auto& [name, label] : labels) {
       if (name == op_name) return op_site{label, ++ops};
     }
-    const label_id label = model.label(op_name, location(where));
+    const label_id label = model.label(op_name, where());
     labels.emplace_back(std::string(op_name), label);
     return op_site{label, ++ops};
   }
-  op_site site(std::string_view op_name) { return op_site{model.label(op_name), ++ops}; }
 
   void know(StreamRef stream) {
     if (streams.emplace(static_cast<std::uint64_t>(stream.id()), stream).second) {
