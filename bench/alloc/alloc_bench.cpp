@@ -34,7 +34,9 @@ class streamsafe_resource final : public bench_resource {
     allocator_->deallocate(p);
     return true;
   }
-  void reclaim() override { allocator_->process_pending_frees(); }
+  // As with PyTorch's allocator, pending frees are polled inside later allocations.
+  void reclaim() override {}
+  double free_fences() const override { return static_cast<double>(allocator_->stats().num_free_fences); }
 
  private:
   Device device_;
@@ -112,6 +114,7 @@ void live64_then_free(benchmark::State& state, resource_kind kind) {
 void record_stream_reclaim(benchmark::State& state, resource_kind kind) {
   bench_resource* r = resource_or_skip(state, kind);
   if (r == nullptr) return;
+  const double fences_before = r->free_fences();
   for (auto _ : state) {
     if (!r->alloc_record_free(1 << 20, 0, bench_streams - 1)) {
       state.SkipWithError("no record_stream");
@@ -120,6 +123,9 @@ void record_stream_reclaim(benchmark::State& state, resource_kind kind) {
     r->reclaim();
   }
   state.SetItemsProcessed(state.iterations());
+  if (fences_before >= 0) {
+    state.counters["events_per_buffer"] = (r->free_fences() - fences_before) / static_cast<double>(state.iterations());
+  }
 }
 
 /// alloc+free pairs of mixed sizes with `range(0)` other blocks live: the cost must not grow

@@ -21,6 +21,8 @@ class bench_resource {
   virtual bool alloc_record_free(std::size_t bytes, int stream, int other) = 0;
   /// Lets deferred frees complete and be reclaimed (a no-op where frees are immediate).
   virtual void reclaim() = 0;
+  /// Events the resource recorded to hold record_stream'd frees so far; -1 when it cannot tell.
+  [[nodiscard]] virtual double free_fences() const { return -1; }
 };
 
 enum class resource_kind { streamsafe_sim, streamsafe_cuda, cuda_malloc, cuda_malloc_async, torch_caching };

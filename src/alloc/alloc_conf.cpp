@@ -54,12 +54,17 @@ void apply(allocator_options& options, std::string_view key, std::string_view va
     options.expandable_reserve_bytes = parse_size(key, value);
   } else if (key == "granularity") {
     options.granularity = parse_size(key, value);
+  } else if (key == "fence_batch") {
+    options.fence_batch_frees = parse_size(key, value);
+    SS_EXPECTS(options.fence_batch_frees >= 1, "STREAMSAFE_ALLOC_CONF: fence_batch must be at least 1");
+  } else if (key == "fence_batch_bytes") {
+    options.fence_batch_bytes = parse_size(key, value);
   } else if (key == "history") {
     options.history_capacity = parse_size(key, value);
   } else {
     SS_EXPECTS(false, "STREAMSAFE_ALLOC_CONF: unknown key '", key,
                "' (known: segments, cross_stream, small_request_limit, small_segment, large_segment, "
-               "expandable_reserve, granularity, history)");
+               "expandable_reserve, granularity, fence_batch, fence_batch_bytes, history)");
   }
 }
 

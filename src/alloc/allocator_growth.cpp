@@ -56,8 +56,8 @@ block* caching_allocator_impl::obtain(stream_pool& pool, pool_kind kind, std::si
 
 block* caching_allocator_impl::take_own(stream_pool& pool, pool_kind kind, std::size_t rounded) {
   std::lock_guard lock(pool.mutex);
-  block* candidate = pool.find(kind, rounded);
-  return candidate != nullptr && prefix_mapped(*candidate, rounded) ? pool.take(candidate, rounded, pool) : nullptr;
+  block* candidate = pool.find_mapped(kind, rounded);
+  return candidate != nullptr ? pool.take(candidate, rounded, pool) : nullptr;
 }
 
 block* caching_allocator_impl::borrow(stream_pool& pool, pool_kind kind, std::size_t rounded) {
@@ -66,8 +66,8 @@ block* caching_allocator_impl::borrow(stream_pool& pool, pool_kind kind, std::si
     block* b = nullptr;
     {
       std::lock_guard lock(lender->mutex);
-      block* candidate = lender->find(kind, rounded);
-      if (candidate == nullptr || !prefix_mapped(*candidate, rounded)) continue;
+      block* candidate = lender->find_mapped(kind, rounded);
+      if (candidate == nullptr) continue;
       b = lender->take(candidate, rounded, pool);
     }
     // The borrower's use starts after everything the lender enqueued so far, the block's past
@@ -166,7 +166,7 @@ void caching_allocator_impl::map_block(block* b) {
 
 void caching_allocator_impl::run(ladder_step step) {
   switch (step) {
-    case ladder_step::reclaim_completed: process_pending_frees(pending_count_.load()); return;
+    case ladder_step::reclaim_completed: process_pending_frees(poll_mode::eager); return;
     case ladder_step::release_cached: release_cached(); return;
     case ladder_step::wait_for_pending:
       wait_for_pending();
@@ -196,6 +196,7 @@ void caching_allocator_impl::release_cached() {
 }
 
 void caching_allocator_impl::release_free_memory(stream_pool& pool) {
+  pool.merge_deferred();  // whole free chunks and segments show only once neighbours are merged
   std::vector<segment*> wholly_free_fixed;
   for (segment* s : pool.segments()) {
     if (s->expandable) {

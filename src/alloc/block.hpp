@@ -30,6 +30,7 @@ struct block {
   std::size_t requested = 0;
   block_state state = block_state::free;
   bool mapped = true;  // every byte backed by physical memory (always so in fixed segments)
+  bool awaiting_merge = false;  // listed in its pool's deferred merges (see stream_pool::cache)
   segment* owner = nullptr;
   stream_pool* user = nullptr;  // the allocation stream's pool (another stream's when borrowed)
   block* prev = nullptr;  // address order within the segment

@@ -12,7 +12,7 @@ caching_allocator::~caching_allocator() = default;
 void* caching_allocator::allocate(std::size_t bytes, StreamRef stream) { return impl_->allocate(bytes, stream); }
 void caching_allocator::deallocate(void* ptr) { impl_->deallocate(ptr); }
 void caching_allocator::record_stream(void* ptr, StreamRef stream) { impl_->record_stream(ptr, stream); }
-void caching_allocator::process_pending_frees() { impl_->process_pending_frees(static_cast<std::size_t>(-1)); }
+void caching_allocator::process_pending_frees() { impl_->process_pending_frees(detail::poll_mode::eager); }
 void caching_allocator::empty_cache() { impl_->empty_cache(); }
 allocator_stats caching_allocator::stats() const { return impl_->stats(); }
 allocator_stats caching_allocator::stats(StreamRef stream) const { return impl_->stats(stream); }

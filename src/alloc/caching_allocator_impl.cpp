@@ -16,9 +16,6 @@ namespace streamsafe::detail {
 
 namespace {
 std::atomic<std::uint64_t> next_token{1};
-// How many pending frees an allocation polls: bounded so the fast path stays O(1).
-constexpr std::size_t polls_per_allocation = 4;
-
 struct pool_cache_entry {
   std::uint64_t token = 0;
   const StreamImpl* stream = nullptr;
@@ -34,7 +31,8 @@ caching_allocator_impl::caching_allocator_impl(const Device& device, allocator_o
       source_(make_memory_source(device)),
       expandable_(options.segments == segment_kind::expandable && source_->supports_mapping()),
       events_(device),
-      token_(next_token.fetch_add(1)) {
+      token_(next_token.fetch_add(1)),
+      pending_(events_, fence_policy{options.fence_batch_frees, options.fence_batch_bytes}) {
   SS_EXPECTS(options_.granularity >= min_block_bytes && options_.granularity % min_block_bytes == 0,
              "caching_allocator: granularity must be a positive multiple of ", min_block_bytes);
   SS_EXPECTS(options_.small_request_limit <= options_.small_segment_bytes,
@@ -50,7 +48,6 @@ caching_allocator_impl::~caching_allocator_impl() {
   } catch (...) {
     // A failed device cannot be waited for; the memory is returned all the same.
   }
-  pending_.clear();
   for (stream_pool* pool : pool_list_) {
     for (segment* s : pool->segments()) {
       for (block* b = s->first; b != nullptr;) delete std::exchange(b, b->next);
@@ -117,7 +114,7 @@ void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
   if (bytes == 0) return nullptr;
   SS_EXPECTS(bytes <= max_request_bytes, "caching_allocator::allocate(", bytes,
              " bytes): larger than any device (limit 2^47 bytes); is the size computed from a negative value?");
-  if (pending_count_.load(std::memory_order_relaxed) != 0) process_pending_frees(polls_per_allocation);
+  if (pending_.held() != 0) process_pending_frees(poll_mode::lazy);
   StreamImpl& stream_impl = stream.impl();
   stream_pool& pool = pool_for(stream_impl);
   const std::size_t rounded = round_request(bytes);
@@ -125,7 +122,7 @@ void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
   block* b = nullptr;
   {
     std::lock_guard lock(pool.mutex);
-    if (block* candidate = pool.find(kind, rounded); candidate != nullptr && prefix_mapped(*candidate, rounded)) {
+    if (block* candidate = pool.find_close_fit(kind, rounded); candidate != nullptr && prefix_mapped(*candidate, rounded)) {
       b = pool.take(candidate, rounded, pool);
       b->requested = bytes;
       note_allocated(pool.stats, *b, bytes);
@@ -163,17 +160,12 @@ void caching_allocator_impl::deallocate(void* ptr) {
     note_freed(user.stats, *b);
     if (&user == &owner && b->recorded_streams.empty()) {  // same-stream reuse: cached at once
       note_inactive(user.stats, b->size);
-      owner.give_back(b);
+      owner.cache(b);
       return;
     }
     waits_for.swap(b->recorded_streams);
   }
   if (&user != &owner) waits_for.push_back(&user.stream());  // a borrowed block goes home later
-  pending_free held{b, &user, {}};
-  for (StreamImpl* stream : waits_for) {
-    held.events.push_back(events_.acquire());
-    held.events.back().record(StreamRef(stream));
-  }
   {
     std::lock_guard lock(owner.mutex);
     b->state = block_state::pending;
@@ -183,9 +175,7 @@ void caching_allocator_impl::deallocate(void* ptr) {
     device_stats_.pending_free_bytes += static_cast<std::int64_t>(b->size);
     ++device_stats_.pending_free_blocks;
   }
-  std::lock_guard lock(pending_mutex_);
-  pending_.push_back(std::move(held));
-  pending_count_.store(pending_.size(), std::memory_order_relaxed);
+  pending_.hold(b, &user, waits_for);  // last: from here on a poll may reclaim it
 }
 
 void caching_allocator_impl::record_stream(void* ptr, StreamRef stream) {
@@ -204,56 +194,34 @@ void caching_allocator_impl::record_stream(void* ptr, StreamRef stream) {
   if (options_.observer != nullptr) options_.observer->on_record_stream(ptr, recorded.id());
 }
 
-void caching_allocator_impl::process_pending_frees(std::size_t limit) {
-  std::vector<pending_free> done;
-  {
-    std::unique_lock lock(pending_mutex_, std::try_to_lock);
-    if (!lock.owns_lock()) return;  // another thread is polling
-    const std::size_t to_look_at = std::min(limit, pending_.size());
-    for (std::size_t looked = 0; looked < to_look_at && !pending_.empty(); ++looked) {
-      if (pending_cursor_ >= pending_.size()) pending_cursor_ = 0;
-      pending_free& entry = pending_[pending_cursor_];
-      const bool finished = std::all_of(entry.events.begin(), entry.events.end(), [](PooledEvent& e) { return e.query(); });
-      if (!finished) {
-        ++pending_cursor_;
-        continue;
-      }
-      done.push_back(std::move(entry));
-      entry = std::move(pending_.back());
-      pending_.pop_back();
-    }
-    pending_count_.store(pending_.size(), std::memory_order_relaxed);
-  }
-  for (pending_free& entry : done) reclaim(entry);
+void caching_allocator_impl::process_pending_frees(poll_mode mode) {
+  std::vector<finished_free> done;
+  pending_.poll(mode, done);
+  if (!done.empty()) reclaim(done);
 }
 
-void caching_allocator_impl::reclaim(pending_free& done) {
-  block* b = done.freed;
-  {
-    std::lock_guard lock(done.user->mutex);
-    note_inactive(done.user->stats, b->size);
+void caching_allocator_impl::reclaim(const std::vector<finished_free>& done) {
+  for (const finished_free& entry : done) {
+    block* b = entry.freed;
+    {
+      std::lock_guard lock(entry.user->mutex);
+      note_inactive(entry.user->stats, b->size);
+    }
+    {
+      std::lock_guard lock(stats_mutex_);
+      device_stats_.pending_free_bytes -= static_cast<std::int64_t>(b->size);
+      --device_stats_.pending_free_blocks;
+    }
+    stream_pool& owner = *b->owner->owner;
+    std::lock_guard lock(owner.mutex);
+    owner.give_back(b);
   }
-  {
-    std::lock_guard lock(stats_mutex_);
-    device_stats_.pending_free_bytes -= static_cast<std::int64_t>(b->size);
-    --device_stats_.pending_free_blocks;
-  }
-  stream_pool& owner = *b->owner->owner;
-  std::lock_guard lock(owner.mutex);
-  owner.give_back(b);
 }
 
 void caching_allocator_impl::wait_for_pending() {
-  std::vector<pending_free> all;
-  {
-    std::lock_guard lock(pending_mutex_);
-    all.swap(pending_);
-    pending_count_.store(0, std::memory_order_relaxed);
-  }
-  for (pending_free& entry : all) {
-    for (PooledEvent& event : entry.events) event.synchronize();
-    reclaim(entry);
-  }
+  std::vector<finished_free> done;
+  pending_.drain(done);
+  reclaim(done);
 }
 
 void caching_allocator_impl::remember(trace_action action, std::uintptr_t address, std::size_t bytes, stream_id stream) {
@@ -287,6 +255,7 @@ allocator_stats caching_allocator_impl::stats() const {
     std::lock_guard lock(stats_mutex_);
     total = device_stats_;
   }
+  total.num_free_fences = pending_.fences_recorded();
   for (const stream_pool* pool : all_pools()) {
     std::lock_guard lock(pool->mutex);
     total.allocated_bytes.merge(pool->stats.allocated_bytes);

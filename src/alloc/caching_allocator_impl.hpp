@@ -1,7 +1,7 @@
 // The mechanics behind caching_allocator (include/streamsafe/alloc/caching_allocator.hpp).
 // Lock order: a stream_pool's mutex, then (leaf locks) stats_mutex_, history_mutex_, the memory
 // source's own lock. Two stream_pool locks are never held together; pools_mutex_ and
-// pending_mutex_ are never held while taking a stream_pool lock.
+// pending_frees' mutex are never held while taking a stream_pool lock.
 #pragma once
 
 #include <atomic>
@@ -15,6 +15,7 @@
 
 #include "alloc/block.hpp"
 #include "alloc/memory_source.hpp"
+#include "alloc/pending_frees.hpp"
 #include "alloc/pointer_table.hpp"
 #include "alloc/stream_pool.hpp"
 #include "streamsafe/alloc/allocator_options.hpp"
@@ -24,13 +25,6 @@
 #include "streamsafe/event_pool.hpp"
 
 namespace streamsafe::detail {
-
-/// A freed block held for the streams that still use it.
-struct pending_free {
-  block* freed = nullptr;
-  stream_pool* user = nullptr;
-  std::vector<PooledEvent> events;
-};
 
 /// What to try when a request cannot be met, in order (the out-of-memory ladder).
 enum class ladder_step { reclaim_completed, release_cached, wait_for_pending };
@@ -43,7 +37,7 @@ class caching_allocator_impl {
   void* allocate(std::size_t bytes, StreamRef stream);
   void deallocate(void* ptr);
   void record_stream(void* ptr, StreamRef stream);
-  void process_pending_frees(std::size_t limit);
+  void process_pending_frees(poll_mode mode);
   void empty_cache();
 
   [[nodiscard]] allocator_stats stats() const;
@@ -79,7 +73,7 @@ class caching_allocator_impl {
   void release_free_memory(stream_pool& pool);    // caller holds pool.mutex, stream synced
   void unmap_free_chunks(segment& s);             // caller holds the owner's lock
   void wait_for_pending();
-  void reclaim(pending_free& done);
+  void reclaim(const std::vector<finished_free>& done);
   [[nodiscard]] std::string out_of_memory_message(std::size_t requested, std::size_t rounded, StreamImpl& stream) const;
   [[nodiscard]] std::size_t largest_free_block() const;
 
@@ -103,10 +97,7 @@ class caching_allocator_impl {
 
   pointer_table live_;
 
-  std::mutex pending_mutex_;
-  std::vector<pending_free> pending_;
-  std::size_t pending_cursor_ = 0;
-  std::atomic<std::size_t> pending_count_{0};
+  pending_frees pending_;
 
   mutable std::mutex stats_mutex_;
   allocator_stats device_stats_;  // reserved, segments, counters, pending

@@ -20,6 +20,7 @@ block* stream_pool::new_block() {
 
 void stream_pool::recycle(block* b) noexcept {
   b->recorded_streams.clear();
+  b->awaiting_merge = false;
   b->next_free = spare_blocks_;
   spare_blocks_ = b;
 }
@@ -36,6 +37,9 @@ void stream_pool::split(block* b, std::size_t bytes) {
   if (b->next != nullptr) b->next->prev = rest;
   b->next = rest;
   b->size = bytes;
+  // A block whose merge was deferred may have a free right neighbour: the rest takes it in, so
+  // no two free neighbours are both off the deferred list.
+  absorb_free_right(rest);
   bins_[index(b->owner->kind)].insert(rest);
 }
 
@@ -58,23 +62,76 @@ void stream_pool::absorb(block* left, block* right) noexcept {
   recycle(right);
 }
 
-void stream_pool::give_back(block* b) {
+void stream_pool::absorb_free_right(block* b) noexcept {
   free_bins& bins = bins_[index(b->owner->kind)];
+  while (block* right = b->next) {
+    if (right->state != block_state::free) break;
+    bins.remove(right);
+    absorb(b, right);
+  }
+}
+
+void stream_pool::mark_free(block* b) noexcept {
   b->state = block_state::free;
   b->requested = 0;
   b->user = nullptr;
   b->recorded_streams.clear();
   --b->owner->live_blocks;
-  if (block* left = b->prev; left != nullptr && left->state == block_state::free) {
+}
+
+void stream_pool::merge_and_bin(block* b) {
+  free_bins& bins = bins_[index(b->owner->kind)];
+  // Loops: with deferred merges, a run of free blocks may lie on either side.
+  while (block* left = b->prev) {
+    if (left->state != block_state::free) break;
     bins.remove(left);
     absorb(left, b);
     b = left;
   }
-  if (block* right = b->next; right != nullptr && right->state == block_state::free) {
-    bins.remove(right);
-    absorb(b, right);
-  }
+  absorb_free_right(b);
   bins.insert(b);
+}
+
+void stream_pool::give_back(block* b) {
+  mark_free(b);
+  merge_and_bin(b);
+}
+
+void stream_pool::cache(block* b) {
+  mark_free(b);
+  bins_[index(b->owner->kind)].insert(b);
+  if (b->awaiting_merge) return;  // listed already: it went round the cycle again
+  b->awaiting_merge = true;
+  deferred_merges_.push_back(b);
+  if (deferred_merges_.size() >= deferred_merge_limit) merge_deferred();
+}
+
+void stream_pool::merge_deferred() {
+  for (block* b : deferred_merges_) {
+    if (!b->awaiting_merge) continue;  // stale: recycled since
+    b->awaiting_merge = false;
+    if (b->state != block_state::free) continue;  // taken again: its free will list it anew
+    bins_[index(b->owner->kind)].remove(b);
+    merge_and_bin(b);
+  }
+  deferred_merges_.clear();
+}
+
+block* stream_pool::find_close_fit(pool_kind kind, std::size_t bytes) {
+  block* b = find(kind, bytes);
+  const bool close_fit = b != nullptr && b->size - bytes <= bytes / 32;
+  if (close_fit || deferred_merges_.empty()) return b;
+  merge_deferred();
+  return find(kind, bytes);
+}
+
+block* stream_pool::find_mapped(pool_kind kind, std::size_t bytes) {
+  const auto usable = [bytes](const block* b) { return b != nullptr && prefix_mapped(*b, bytes); };
+  if (block* b = find(kind, bytes); usable(b)) return b;
+  if (deferred_merges_.empty()) return nullptr;
+  merge_deferred();
+  block* b = find(kind, bytes);
+  return usable(b) ? b : nullptr;
 }
 
 void stream_pool::adopt(segment* s) {

@@ -29,11 +29,26 @@ class stream_pool {
 
   /// A free block of at least `bytes` in `kind`'s bins, not removed; nullptr when none.
   [[nodiscard]] block* find(pool_kind kind, std::size_t bytes) const noexcept { return bins_[index(kind)].find(bytes); }
+  /// The fast path's search: as find, but a block that would have to be split (not within
+  /// 1/32 of `bytes`) is taken only after the deferred merges are done, so that deferring them
+  /// never changes where a request is placed (fragmentation stays that of merging at once).
+  [[nodiscard]] block* find_close_fit(pool_kind kind, std::size_t bytes);
+  /// A free block whose first `bytes` are mapped, not removed; when find has none, merges the
+  /// blocks whose merge was deferred and looks again (the slow path's search, before memory is
+  /// grown or borrowed). nullptr when none.
+  [[nodiscard]] block* find_mapped(pool_kind kind, std::size_t bytes);
   /// Takes `candidate` (from find) out of the bins, splits off what `bytes` does not need, and
   /// marks it live for `user`.
   block* take(block* candidate, std::size_t bytes, stream_pool& user);
   /// Returns a live or pending block of a segment this pool owns; merges with free neighbours.
   void give_back(block* b);
+  /// Returns a live block freed on its own stream, without merging it yet: the next request
+  /// of its size takes it back whole, so a same-stream alloc/free cycle neither splits nor
+  /// merges. The merge happens when find_mapped finds nothing, when memory is released, or once
+  /// `deferred_merge_limit` blocks wait (so free space fragments by a bounded amount).
+  void cache(block* b);
+  /// Merges every block whose merge was deferred with its free neighbours.
+  void merge_deferred();
 
   /// Adopts a new segment whose blocks are one free block.
   void adopt(segment* s);
@@ -47,16 +62,27 @@ class stream_pool {
   allocator_stats stats;
 
  private:
+  static constexpr std::size_t deferred_merge_limit = 16;
   [[nodiscard]] static std::size_t index(pool_kind kind) noexcept { return kind == pool_kind::small ? 0 : 1; }
+  /// Marks `b` free and unowned (its neighbours untouched).
+  static void mark_free(block* b) noexcept;
+  /// Merges free `b` (out of the bins) with its free neighbours and bins the result.
+  void merge_and_bin(block* b);
   [[nodiscard]] block* new_block();
   void recycle(block* b) noexcept;
   /// Absorbs `right` (free, next to `left`, out of the bins) into `left`.
   void absorb(block* left, block* right) noexcept;
+  /// Absorbs the run of free blocks right of `b` (out of the bins, or about to leave them).
+  void absorb_free_right(block* b) noexcept;
 
   StreamImpl* stream_;
   std::array<free_bins, 2> bins_;
   std::vector<segment*> segments_;
   block* spare_blocks_ = nullptr;  // recycled block records, linked through next_free
+  // Blocks cached unmerged. An entry may be stale (taken again, absorbed, recycled): its
+  // merge_deferred flag says whether it still waits. Records are recycled, never deleted,
+  // while the pool lives, so a stale entry is safe to read.
+  std::vector<block*> deferred_merges_;
 };
 
 }  // namespace streamsafe::detail

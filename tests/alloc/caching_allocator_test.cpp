@@ -2,6 +2,8 @@
 // the out-of-memory ladder, statistics and snapshots.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -46,13 +48,16 @@ TEST_F(AllocatorTest, NeighboursMergeSoALargerRequestFitsWithoutGrowing) {
   caching_allocator alloc(device, allocator_options{.segments = segment_kind::fixed});
   void* x = alloc.allocate(256 * kib, a);
   void* y = alloc.allocate(256 * kib, a);
+  // The rest of the 2 MiB segment, so only x and y merged can serve 512 KiB.
+  void* rest_one = alloc.allocate(768 * kib, a);
+  void* rest_two = alloc.allocate(768 * kib, a);
+  ASSERT_EQ(alloc.stats().segment.current, 1);
   alloc.deallocate(x);
-  alloc.deallocate(y);
-  const auto segments_before = alloc.stats().segment.current;
+  alloc.deallocate(y);  // the merge is deferred (same-stream frees): the request below forces it
   void* z = alloc.allocate(512 * kib, a);
   EXPECT_EQ(z, x);
-  EXPECT_EQ(alloc.stats().segment.current, segments_before);
-  alloc.deallocate(z);
+  EXPECT_EQ(alloc.stats().segment.current, 1);
+  for (void* p : {z, rest_one, rest_two}) alloc.deallocate(p);
 }
 
 TEST_F(AllocatorTest, BorrowedBlockMakesTheBorrowerWaitForTheLender) {
@@ -120,6 +125,39 @@ TEST(RecordStream, HoldsTheBlockUntilTheRecordedStreamFinishes) {
   EXPECT_EQ(p, r) << "reclaimed after the reader finished";
   alloc.deallocate(q);
   alloc.deallocate(r);
+}
+
+TEST(RecordStream, FreesOnABusyStreamShareFencesAndNoneIsReusedEarly) {
+  Device device = Device::sim(sim_options{.memory_capacity = 64 * mib, .mode = sim_mode::threaded});
+  Stream a(device);
+  Stream reader(device);
+  caching_allocator alloc(device, parse_alloc_conf("fence_batch:4"));
+  std::atomic<bool> release_reader{false};
+  reader.launch(kernel{"held reader", {}, [&release_reader] {
+                         while (!release_reader.load()) std::this_thread::yield();
+                       }});
+  constexpr int frees = 10;
+  std::vector<void*> freed;
+  for (int i = 0; i < frees; ++i) {
+    void* p = alloc.allocate(4 * kib, a);
+    alloc.record_stream(p, reader);
+    alloc.deallocate(p);
+    freed.push_back(p);
+  }
+  // The first free finds no fence in flight and records one; the next nine share fences of four.
+  EXPECT_EQ(alloc.stats().num_free_fences, 1u + 2u);
+  EXPECT_EQ(alloc.stats().pending_free_blocks, frees);
+  void* fresh = alloc.allocate(4 * kib, a);
+  EXPECT_EQ(std::find(freed.begin(), freed.end(), fresh), freed.end()) << "the reader may still use it";
+  release_reader = true;
+  reader.synchronize();
+  alloc.process_pending_frees();  // records the open fence (one free) and queries the others
+  alloc.process_pending_frees();
+  reader.synchronize();
+  alloc.process_pending_frees();
+  EXPECT_EQ(alloc.stats().pending_free_blocks, 0);
+  EXPECT_EQ(alloc.stats().num_free_fences, 4u);
+  alloc.deallocate(fresh);
 }
 
 TEST_F(AllocatorTest, RecordingTheAllocationStreamChangesNothing) {

@@ -46,6 +46,11 @@ struct allocator_options {
   std::size_t expandable_reserve_bytes = 0;
   /// Mapping granularity of expandable segments (2 MiB is what CUDA offers on the H200).
   std::size_t granularity = std::size_t{2} << 20;
+  /// record_stream'd frees on one stream share a fence event (docs/allocator.md, "Fences"): the
+  /// open fence is recorded once it holds this many frees ...
+  std::size_t fence_batch_frees = 32;
+  /// ... or this many bytes, or when the stream's previous fence completes, whichever is first.
+  std::size_t fence_batch_bytes = std::size_t{64} << 20;
   /// Number of allocator events kept in the history ring buffer; 0 disables the history.
   std::size_t history_capacity = 0;
   /// Called on alloc, free, record_stream and cross-stream reuse; must outlive the allocator.

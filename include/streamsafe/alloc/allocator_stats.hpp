@@ -48,6 +48,7 @@ struct allocator_stats {
   std::uint64_t num_device_alloc = 0;      ///< cudaMalloc / cuMemCreate+map calls
   std::uint64_t num_device_free = 0;       ///< cudaFree / unmap calls
   std::uint64_t num_cross_stream_reuses = 0;  ///< segments moved to another stream
+  std::uint64_t num_free_fences = 0;       ///< events recorded to hold pending frees (shared, see docs)
   std::int64_t pending_free_bytes = 0;     ///< freed, held until recorded streams finish
   std::int64_t pending_free_blocks = 0;
 };

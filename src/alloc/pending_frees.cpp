@@ -1,0 +1,106 @@
+#include "alloc/pending_frees.hpp"
+
+#include <algorithm>
+
+#include "streamsafe/stream.hpp"
+
+namespace streamsafe::detail {
+
+pending_frees::~pending_frees() = default;
+
+std::uint64_t pending_frees::fences_recorded() const noexcept {
+  return fences_recorded_.load(std::memory_order_relaxed);
+}
+
+pending_frees::stream_fences& pending_frees::fences_of(StreamImpl* stream) {
+  const auto it = std::find_if(streams_.begin(), streams_.end(), [stream](const stream_fences& s) { return s.stream == stream; });
+  if (it != streams_.end()) return *it;
+  stream_fences& added = streams_.emplace_back();
+  added.stream = stream;
+  return added;
+}
+
+std::uint32_t pending_frees::new_entry(block* freed, stream_pool* user, unsigned fences) {
+  const entry fresh{freed, user, fences};
+  if (!spare_entries_.empty()) {
+    const std::uint32_t index = spare_entries_.back();
+    spare_entries_.pop_back();
+    entries_[index] = fresh;
+    return index;
+  }
+  entries_.push_back(fresh);
+  return static_cast<std::uint32_t>(entries_.size() - 1);
+}
+
+void pending_frees::hold(block* freed, stream_pool* user, std::span<StreamImpl* const> streams) {
+  std::lock_guard lock(mutex_);
+  const std::uint32_t index = new_entry(freed, user, static_cast<unsigned>(streams.size()));
+  for (StreamImpl* stream : streams) {
+    stream_fences& s = fences_of(stream);
+    s.open.push_back(index);
+    s.open_bytes += freed->size;
+    const bool idle = s.in_flight.empty();
+    if (idle || s.open.size() >= policy_.batch_frees || s.open_bytes >= policy_.batch_bytes) record_open(s);
+  }
+  held_count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void pending_frees::record_open(stream_fences& s) {
+  if (s.open.empty()) return;
+  fence recorded{events_.acquire(), {}};
+  recorded.event.record(StreamRef(s.stream));
+  recorded.holders.swap(s.open);
+  s.open_bytes = 0;
+  s.in_flight.push_back(std::move(recorded));
+  fences_recorded_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void pending_frees::complete_oldest(stream_fences& s, std::vector<finished_free>& done) {
+  for (const std::uint32_t index : s.in_flight.front().holders) {
+    entry& e = entries_[index];
+    if (--e.fences_left != 0) continue;  // another stream still uses it
+    done.push_back({e.freed, e.user});
+    spare_entries_.push_back(index);
+    held_count_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  s.in_flight.pop_front();  // its event goes back to the pool
+}
+
+void pending_frees::query(stream_fences& s, poll_mode mode, std::vector<finished_free>& done) {
+  if (mode == poll_mode::lazy && s.polls_to_skip > 0) {
+    --s.polls_to_skip;
+    return;
+  }
+  while (!s.in_flight.empty() && s.in_flight.front().event.query()) {
+    complete_oldest(s, done);
+    s.backoff = 0;
+  }
+  if (s.in_flight.empty()) return;
+  s.backoff = std::min(2 * s.backoff + 1, max_backoff_polls);
+  s.polls_to_skip = s.backoff;
+}
+
+void pending_frees::poll(poll_mode mode, std::vector<finished_free>& done) {
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  for (stream_fences& s : streams_) {
+    if (mode == poll_mode::eager) record_open(s);
+    query(s, mode, done);
+    // The next batch starts once the fence in flight is done: one fence per round trip.
+    if (s.in_flight.empty()) record_open(s);
+  }
+}
+
+void pending_frees::drain(std::vector<finished_free>& done) {
+  std::lock_guard lock(mutex_);
+  for (stream_fences& s : streams_) {
+    record_open(s);
+    while (!s.in_flight.empty()) {
+      s.in_flight.front().event.synchronize();
+      complete_oldest(s, done);
+    }
+    s.backoff = s.polls_to_skip = 0;
+  }
+}
+
+}  // namespace streamsafe::detail
