@@ -1,11 +1,20 @@
 // Collection overhead: one multi-stream step (4 streams: an upload, two compute streams fed
-// through events, a download waiting on both), timed with collection off, always-on, and full
-// tracing, side by side in one process. Targets on the H200: always-on at most 1% of the step
-// time, full tracing at most 5% (docs/monitor.md). The cuda cases skip without a GPU.
+// through events, a download waiting on both), timed with collection off, always-on, full
+// tracing and sampled always-on, side by side in one process. Targets on the H200: always-on at
+// most 1% of the step time, full tracing at most 5% (docs/monitor.md). The cuda cases skip
+// without a GPU.
+//
+// Two kinds of step on cuda: fixed_work (the default: the compute kernels run a fixed number of
+// FMAs) and timer_spin (they spin on %globaltimer, as before), to see whether collection changes
+// the timer-spinning kernels themselves. The diagnostic settings of docs/monitor.md
+// (STREAMSAFE_CUPTI_KINDS, ...) apply to every case; bench/monitor/overhead_matrix.sh runs them.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "demo_kernels.hpp"
@@ -18,14 +27,34 @@ namespace {
 
 using namespace streamsafe;
 
-enum class collection { off, always_on, full_trace };
+enum class collection { off, always_on, full_trace, sampled };
+enum class step_work { fixed_work, timer_spin };
 
-constexpr std::size_t values = 256 * 1024;  // 1 MiB per buffer
-constexpr unsigned spin_us = 100;            // cuda: each compute kernel's length
+constexpr std::size_t values = 256 * 1024;  // 1 MiB per buffer; one thread per value
+constexpr unsigned spin_us = 100;           // timer_spin: each compute kernel's length
+// fixed_work: FMAs per thread, for about 100 us per kernel on an H200 at 1.98 GHz. 1,024 blocks
+// of 256 threads (16 registers each: all resident at once) are 8,192 warps, about 15.5 per SM
+// sub-partition (132 SMs x 4). A sub-partition issues one warp instruction per clock, and 15
+// warps hide the chain's ~4-cycle FMA latency, so the kernel is issue-bound: 11,000 FMAs plus
+// the loop's ~3 instructions per 16 (unrolled) is 15.5 x 11,000 x 19/16 / 1.98e9 s = 102 us
+// (112 us at 1.8 GHz). The collected cases report the real figure (compute_us_per_step, two
+// kernels per step); STREAMSAFE_BENCH_FMA_ITERATIONS overrides the count without a rebuild.
+constexpr unsigned default_fma_iterations = 11000;
+// sampled: one step in this many has its ops collected.
+constexpr std::size_t sample_every_steps = 50;
+
+unsigned fma_iterations() {
+  static const unsigned iterations = [] {
+    const char* text = std::getenv("STREAMSAFE_BENCH_FMA_ITERATIONS");
+    const unsigned long parsed = text != nullptr ? std::strtoul(text, nullptr, 10) : 0;
+    return parsed > 0 ? static_cast<unsigned>(parsed) : default_fma_iterations;
+  }();
+  return iterations;
+}
 
 class pipeline_step {
  public:
-  explicit pipeline_step(const Device& device) : device_(device) {
+  pipeline_step(const Device& device, step_work work) : device_(device), work_(work) {
     for (const char* name : {"upload", "compute_a", "compute_b", "download"}) streams_.emplace_back(device, stream_options{.name = name});
     for (int i = 0; i < 3; ++i) handoff_.emplace_back(device);
     host_ = static_cast<std::uint32_t*>(device_.allocate_pinned(bytes()));
@@ -43,10 +72,10 @@ class pipeline_step {
     auto [upload, compute_a, compute_b, download] = streams();
     upload.copy(buffers_[0], host_, bytes());
     handoff_[0].record(upload);
-    for (auto* compute : {&compute_a, &compute_b}) {
-      compute->wait(handoff_[0]);
-      compute->launch(demo::slow_copy_kernel(buffers_[0], compute == &compute_a ? buffers_[1] : buffers_[2], values, spin_us));
-    }
+    compute_a.wait(handoff_[0]);
+    compute_a.launch(compute(buffers_[1]));
+    compute_b.wait(handoff_[0]);
+    compute_b.launch(compute(buffers_[2]));
     handoff_[1].record(compute_a);
     handoff_[2].record(compute_b);
     download.wait(handoff_[1]);
@@ -64,19 +93,51 @@ class pipeline_step {
   };
   four_streams streams() { return {streams_[0], streams_[1], streams_[2], streams_[3]}; }
   static constexpr std::size_t bytes() { return values * sizeof(std::uint32_t); }
+  [[nodiscard]] kernel compute(std::uint32_t* out) const {
+    return work_ == step_work::fixed_work ? demo::compute_copy_kernel(buffers_[0], out, values, fma_iterations())
+                                          : demo::slow_copy_kernel(buffers_[0], out, values, spin_us);
+  }
 
   Device device_;
+  step_work work_;
   std::vector<Stream> streams_;
   std::vector<Event> handoff_;
   std::uint32_t* host_ = nullptr;
   std::uint32_t* buffers_[3] = {};
 };
 
-void run_steps(benchmark::State& state, const Device& device, collection mode) {
-  pipeline_step step(device);
+monitor::collector_options options_for(collection mode) {
+  monitor::collector_options options;
+  if (mode == collection::sampled) options.sample_every_steps = sample_every_steps;
+  return options;
+}
+
+/// The status message's notes (sampling, diagnostic settings), which say what was measured.
+std::string notes_of(const monitor::collector& collect) {
+  const auto message = collect.status_message();
+  const auto at = std::min(message.find(", sampled"), message.find(" [diagnostic"));
+  if (at == std::string::npos) return {};
+  return message.substr(message.find_first_not_of(", ", at));
+}
+
+void count_collected(benchmark::State& state, monitor::collector& collect) {
+  const auto usage = collect.usage();  // flushes what CUPTI still buffers
+  state.counters["ops_seen"] = static_cast<double>(collect.ops_seen());
+  state.counters["streams_seen"] = static_cast<double>(usage.streams.size());
+  state.counters["sampled_fraction"] = usage.sampled_fraction;
+  // How long the compute kernels ran per collected step, as the collector saw them.
+  const double collected_steps = static_cast<double>(state.iterations()) * usage.sampled_fraction;
+  if (!usage.devices.empty() && collected_steps > 0) {
+    state.counters["compute_us_per_step"] = usage.devices.front().compute_us / collected_steps;
+  }
+  state.SetLabel(notes_of(collect));
+}
+
+void run_steps(benchmark::State& state, const Device& device, step_work work, collection mode) {
+  pipeline_step step(device, work);
   std::optional<monitor::collector> collect;
   if (mode != collection::off) {
-    collect.emplace(device);
+    collect.emplace(device, options_for(mode));
     if (collect->status() == monitor::collector_status::inactive) {
       state.SkipWithError(collect->status_message().c_str());
       return;
@@ -87,6 +148,8 @@ void run_steps(benchmark::State& state, const Device& device, collection mode) {
   if (mode == collection::full_trace) collect->start_tracing();
   for (auto _ : state) {
     step.run();
+    if (!collect) continue;
+    collect->step();
     if (mode == collection::full_trace && ++in_window == steps_per_window) {
       state.PauseTiming();
       benchmark::DoNotOptimize(collect->stop_tracing());
@@ -95,30 +158,39 @@ void run_steps(benchmark::State& state, const Device& device, collection mode) {
       state.ResumeTiming();
     }
   }
-  if (!collect) return;
-  const auto usage = collect->usage();  // flushes what CUPTI still buffers
-  state.counters["ops_seen"] = static_cast<double>(collect->ops_seen());
-  state.counters["streams_seen"] = static_cast<double>(usage.streams.size());
+  if (collect) count_collected(state, *collect);
 }
 
 void sim_case(benchmark::State& state, collection mode) {
-  run_steps(state, Device::sim({.memory_capacity = std::size_t{64} << 20, .mode = sim_mode::threaded}), mode);
+  run_steps(state, Device::sim({.memory_capacity = std::size_t{64} << 20, .mode = sim_mode::threaded}),
+            step_work::fixed_work, mode);
 }
 
-void cuda_case(benchmark::State& state, collection mode) {
+void cuda_case(benchmark::State& state, step_work work, collection mode) {
   if (Device::cuda_device_count() == 0) {
     state.SkipWithError("no CUDA device");
     return;
   }
-  run_steps(state, Device::cuda(0), mode);
+  run_steps(state, Device::cuda(0), work, mode);
 }
 
-BENCHMARK_CAPTURE(sim_case, off, collection::off)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(sim_case, always_on, collection::always_on)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(sim_case, full_trace, collection::full_trace)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(cuda_case, off, collection::off)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(cuda_case, always_on, collection::always_on)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(cuda_case, full_trace, collection::full_trace)->UseRealTime()->Unit(benchmark::kMicrosecond);
+void cuda_fixed_work(benchmark::State& state, collection mode) { cuda_case(state, step_work::fixed_work, mode); }
+void cuda_timer_spin(benchmark::State& state, collection mode) { cuda_case(state, step_work::timer_spin, mode); }
+
+#define COLLECTOR_BENCH(function, mode) \
+  BENCHMARK_CAPTURE(function, mode, collection::mode)->UseRealTime()->Unit(benchmark::kMicrosecond)
+
+COLLECTOR_BENCH(sim_case, off);
+COLLECTOR_BENCH(sim_case, always_on);
+COLLECTOR_BENCH(sim_case, full_trace);
+COLLECTOR_BENCH(sim_case, sampled);
+COLLECTOR_BENCH(cuda_fixed_work, off);
+COLLECTOR_BENCH(cuda_fixed_work, always_on);
+COLLECTOR_BENCH(cuda_fixed_work, full_trace);
+COLLECTOR_BENCH(cuda_fixed_work, sampled);
+COLLECTOR_BENCH(cuda_timer_spin, off);
+COLLECTOR_BENCH(cuda_timer_spin, always_on);
+COLLECTOR_BENCH(cuda_timer_spin, full_trace);
 
 }  // namespace
 BENCHMARK_MAIN();

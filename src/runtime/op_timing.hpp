@@ -31,6 +31,8 @@ class OpTimingSink {
  public:
   virtual ~OpTimingSink() = default;
   virtual void on_op_ran(const timed_op& op) noexcept = 0;
+  /// Read at each enqueue: false leaves the op untimed (the monitor's sampled collection).
+  [[nodiscard]] virtual bool wants_ops() const noexcept { return true; }
 };
 
 }  // namespace streamsafe::detail

@@ -1,11 +1,12 @@
 // The live collector on sim: what a two-stream run turns into (ops per stream, dependency edges
 // from record/wait, usage), always-on figures against the full trace of the same run, tracing
-// windows and the back-off when a device already has a collector. The cuda test runs on a GPU
-// machine only.
+// windows, sampled always-on, the diagnostic settings and the back-off when a device already has
+// a collector. The cuda test runs on a GPU machine only.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -61,19 +62,22 @@ class two_stream_run {
   two_stream_run& operator=(const two_stream_run&) = delete;
 
   void run() {
-    for (std::size_t i = 0; i < steps; ++i) {
-      copy_.copy(buffers_[i], host_, values * sizeof(std::uint32_t));
-      uploaded_[i].record(copy_);
-      compute_.wait(uploaded_[i]);
-      compute_.launch(heavy_kernel(buffers_[i]));
-    }
+    for (std::size_t i = 0; i < steps; ++i) run_step(i);
     device_.synchronize();
+  }
+  /// Enqueues step `i` (of `steps`): its upload, the record/wait handoff and its kernel.
+  void run_step(std::size_t i) {
+    copy_.copy(buffers_[i], host_, values * sizeof(std::uint32_t));
+    uploaded_[i].record(copy_);
+    compute_.wait(uploaded_[i]);
+    compute_.launch(heavy_kernel(buffers_[i]));
   }
   [[nodiscard]] stream_key key(const StreamRef& stream) const {
     return {device_.ordinal(), static_cast<std::int64_t>(stream.id())};
   }
   [[nodiscard]] const Stream& copy_stream() const { return copy_; }
   [[nodiscard]] const Stream& compute_stream() const { return compute_; }
+  void synchronize() { device_.synchronize(); }
 
  private:
   Device device_;
@@ -236,6 +240,122 @@ TEST(Collector, TracingWindowKeepsOnlyItsOpsWhileAlwaysOnCountsAll) {
   EXPECT_EQ(usage_of(all, workload.key(workload.copy_stream())).memcpys, 3 * steps);
 }
 
+/// Runs the workload's steps one at a time, each finished before the next (so each step's ops
+/// run inside it), marking step boundaries; `around(i, enqueue)` may wrap a step.
+template <typename Around>
+void run_marked_steps(two_stream_run& workload, collector& collect, Around&& around) {
+  for (std::size_t i = 0; i < steps; ++i) {
+    around(i, [&] {
+      workload.run_step(i);
+      workload.synchronize();
+    });
+    collect.step();
+  }
+}
+void run_marked_steps(two_stream_run& workload, collector& collect) {
+  run_marked_steps(workload, collect, [](std::size_t, auto&& enqueue) { enqueue(); });
+}
+
+TEST(CollectorSampling, CollectsOnlyTheSampledStepsAndSaysSo) {
+  for (auto mode : {sim_mode::threaded, sim_mode::deterministic}) {
+    SCOPED_TRACE(mode == sim_mode::threaded ? "threaded" : "deterministic");
+    auto device = Device::sim({.mode = mode});
+    two_stream_run workload(device);
+    // Steps 0 and 3 of 6 are sampled.
+    collector collect(device, {.sample_every_steps = 3, .sample_window_steps = 1});
+    EXPECT_NE(collect.status_message().find("sampled: 1 step(s) in 3"), std::string::npos) << collect.status_message();
+    run_marked_steps(workload, collect);
+    const auto usage = collect.usage();
+    EXPECT_EQ(collect.ops_seen(), 4u);
+    EXPECT_DOUBLE_EQ(usage.sampled_fraction, 2.0 / 6.0);
+    EXPECT_EQ(usage_of(usage, workload.key(workload.copy_stream())).memcpys, 2u);
+    EXPECT_EQ(usage_of(usage, workload.key(workload.compute_stream())).kernels, 2u);
+    // Idle time is counted inside the two sampled windows only, not across the four steps
+    // between them (each of which took at least one kernel's time).
+    ASSERT_EQ(usage.devices.size(), 1u);
+    const auto& d = usage.devices.front();
+    EXPECT_GE(d.idle_us, 0);
+    EXPECT_LT(d.busy_us + d.idle_us, d.window_us() - d.busy_us / 2);
+  }
+}
+
+TEST(CollectorSampling, WindowsOfSeveralStepsRepeatEveryPeriod) {
+  auto device = threaded_sim();
+  two_stream_run workload(device);
+  // Steps 0, 1 and 4, 5 of 6 are sampled.
+  collector collect(device, {.sample_every_steps = 4, .sample_window_steps = 2});
+  run_marked_steps(workload, collect);
+  const auto usage = collect.usage();
+  EXPECT_EQ(usage_of(usage, workload.key(workload.compute_stream())).kernels, 4u);
+  EXPECT_DOUBLE_EQ(usage.sampled_fraction, 4.0 / 6.0);
+}
+
+TEST(CollectorSampling, ATracedWindowIsCollectedInFullAndCountsAsSampled) {
+  auto device = threaded_sim();
+  two_stream_run workload(device);
+  collector collect(device, {.sample_every_steps = 3, .sample_window_steps = 1});
+  trace window;
+  // Step 4 is not sampled, but it is traced.
+  run_marked_steps(workload, collect, [&](std::size_t i, auto&& enqueue) {
+    if (i == 4) window = collect.capture_window(enqueue);
+    else enqueue();
+  });
+  EXPECT_EQ(ops_on(window, workload.key(workload.compute_stream()), op_kind::kernel).size(), 1u);
+  EXPECT_EQ(window.dependencies.size(), 1u);
+  const auto usage = collect.usage();
+  EXPECT_EQ(usage_of(usage, workload.key(workload.compute_stream())).kernels, 3u);  // steps 0, 3, 4
+  EXPECT_DOUBLE_EQ(usage.sampled_fraction, 3.0 / 6.0);
+}
+
+TEST(CollectorSampling, WithoutSamplingStepsChangeNothing) {
+  auto device = threaded_sim();
+  two_stream_run workload(device);
+  collector collect(device, {.tracing = initial_tracing::on});
+  run_marked_steps(workload, collect);
+  const auto t = collect.stop_tracing();
+  const auto online = collect.usage();
+  EXPECT_EQ(online.sampled_fraction, 1.0);
+  EXPECT_EQ(collect.ops_seen(), 2 * steps);
+  expect_same_usage(online, measure_usage(t));
+}
+
+/// Sets an environment variable for one scope (the collector reads its diagnostic settings at
+/// construction).
+class scoped_env {
+ public:
+  scoped_env(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~scoped_env() { ::unsetenv(name_); }
+  scoped_env(const scoped_env&) = delete;
+  scoped_env& operator=(const scoped_env&) = delete;
+
+ private:
+  const char* name_;
+};
+
+TEST(CollectorDiagnostics, ObserverOffGivesNoEdgesNorHostCallsButTheSameUsage) {
+  const scoped_env observer("STREAMSAFE_COLLECTOR_OBSERVER", "off");
+  auto device = threaded_sim();
+  two_stream_run workload(device);
+  collector collect(device, {.tracing = initial_tracing::on});
+  EXPECT_NE(collect.status_message().find("[diagnostic: observer=off]"), std::string::npos) << collect.status_message();
+  workload.run();
+  const auto t = collect.stop_tracing();
+  EXPECT_TRUE(t.dependencies.empty());
+  EXPECT_TRUE(t.calls.empty());
+  EXPECT_EQ(ops_on(t, workload.key(workload.compute_stream()), op_kind::kernel).size(), steps);
+  expect_same_usage(collect.usage(), measure_usage(t));
+}
+
+TEST(CollectorDiagnostics, CuptiSettingsAreNamedInTheStatusMessage) {
+  const scoped_env kinds("STREAMSAFE_CUPTI_KINDS", "kernel");
+  const scoped_env clock("STREAMSAFE_CUPTI_CLOCK", "cupti");
+  auto device = threaded_sim();
+  collector collect(device);
+  EXPECT_EQ(collect.status(), collector_status::active);
+  EXPECT_NE(collect.status_message().find("[diagnostic: kinds=kernel clock=cupti]"), std::string::npos)
+      << collect.status_message();
+}
+
 TEST(Collector, SecondCollectorOnADeviceBacksOffWithAMessage) {
   auto device = threaded_sim();
   two_stream_run workload(device);
@@ -295,6 +415,39 @@ TEST(OnlineUsage, SweepMatchesHandWorkedFiguresInAnyArrivalOrder) {
   EXPECT_DOUBLE_EQ(report.streams[0].busy_us, 20);
   EXPECT_EQ(report.streams[0].kernels, 2u);  // the sync slice is not work
   EXPECT_EQ(usage.ops_seen(), 4u);
+}
+
+// Two windows, opened at 0 and 100: [0,10) + [20,30) in the first (span 30), [100,110) and
+// [105,120) on another stream in the second (span 20). Busy 20 + 20 = 40; idle 50 - 40 = 10, not
+// the 80 of the whole [0,120) window.
+TEST(OnlineUsage, SampledWindowsCountIdleTimeInsideThemOnly) {
+  detail::online_usage usage(2);  // batches of two: windows span batches
+  const stream_key a{0, 1}, b{0, 2};
+  const auto op = [](stream_key s, double ts, double dur) {
+    detail::op_record r;
+    r.stream = s;
+    r.kind = op_kind::kernel;
+    r.name = "k";
+    r.ts_us = ts;
+    r.dur_us = dur;
+    return r;
+  };
+  usage.open_window(0);
+  usage.add(op(a, 20, 10));
+  usage.add(op(a, 0, 10));
+  usage.open_window(100);
+  usage.add(op(a, 100, 10));
+  usage.add(op(b, 105, 15));
+  usage.reduce();
+  const auto report = usage.report({});
+  ASSERT_EQ(report.devices.size(), 1u);
+  const auto& d = report.devices.front();
+  EXPECT_DOUBLE_EQ(d.busy_us, 40);
+  EXPECT_DOUBLE_EQ(d.idle_us, 10);
+  EXPECT_DOUBLE_EQ(d.window_us(), 120);
+  ASSERT_EQ(report.streams.size(), 2u);
+  EXPECT_DOUBLE_EQ(report.streams[0].idle_us, 50 - 30);
+  EXPECT_DOUBLE_EQ(report.streams[1].idle_us, 50 - 15);
 }
 
 TEST(CollectorCuda, CollectsATwoStreamRunThroughCupti) {

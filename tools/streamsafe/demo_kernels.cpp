@@ -37,4 +37,15 @@ kernel slow_copy_kernel(const std::uint32_t* in, std::uint32_t* out, std::size_t
   return work;
 }
 
+kernel compute_copy_kernel(const std::uint32_t* in, std::uint32_t* out, std::size_t count, unsigned fma_iterations) {
+  kernel work{.name = "compute_copy"};
+  work.sim = [=] { std::copy(in, in + count, out); };
+#if STREAMSAFE_HAVE_CUDA
+  work.cuda = [=](native_stream stream) { cuda_launch::compute_copy(stream, in, out, count, fma_iterations); };
+#else
+  (void)fma_iterations;
+#endif
+  return work;
+}
+
 }  // namespace streamsafe::demo

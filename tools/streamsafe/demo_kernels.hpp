@@ -1,5 +1,6 @@
-// Small kernels over uint32 arrays that run on both backends, used by `streamsafe demo` and by
-// the tests: the producer's write, the consumer's read, and a delay that makes a race show.
+// Small kernels over uint32 arrays that run on both backends, used by `streamsafe demo`, the tests
+// and the benchmarks: the producer's write, the consumer's read, a delay that makes a race show,
+// and a fixed amount of arithmetic for timing measurements.
 #pragma once
 
 #include <cstddef>
@@ -19,12 +20,19 @@ kernel slow_fill_kernel(std::uint32_t* data, std::size_t count, std::uint32_t va
 kernel double_kernel(const std::uint32_t* in, std::uint32_t* out, std::size_t count);
 /// Like copying `count` values from `in` to `out`, after a delay as in slow_fill_kernel.
 kernel slow_copy_kernel(const std::uint32_t* in, std::uint32_t* out, std::size_t count, unsigned spin_us = 2000);
+/// Copies `count` values from `in` to `out`; on cuda each thread first runs a dependent chain of
+/// `fma_iterations` FMAs, so the kernel's length is fixed work, not a clock reading (the spin of
+/// slow_copy_kernel reads %globaltimer, which profiling tools may change). On sim only the copy
+/// runs (sim ops take as long as their host work and the stream's pacing).
+kernel compute_copy_kernel(const std::uint32_t* in, std::uint32_t* out, std::size_t count, unsigned fma_iterations);
 
 namespace cuda_launch {
 // Host launchers of the CUDA kernels (demo_kernels.cu); defined only with the cuda backend.
 void fill(native_stream stream, std::uint32_t* data, std::size_t count, std::uint32_t value, unsigned spin_us);
 void doubled(native_stream stream, const std::uint32_t* in, std::uint32_t* out, std::size_t count);
 void copy(native_stream stream, const std::uint32_t* in, std::uint32_t* out, std::size_t count, unsigned spin_us);
+void compute_copy(native_stream stream, const std::uint32_t* in, std::uint32_t* out, std::size_t count,
+                  unsigned fma_iterations);
 }  // namespace cuda_launch
 
 }  // namespace streamsafe::demo

@@ -9,7 +9,9 @@
 //
 // Two levels of cost (docs/monitor.md, "Live collection"):
 //  - always on: every op is reduced online into usage figures (busy time as a union of
-//    intervals, counts, overlap) and then dropped; usage() reads them.
+//    intervals, counts, overlap) and then dropped; usage() reads them. Sampled always-on
+//    (collector_options::sample_every_steps) collects only one window of steps in N, the steps
+//    being marked by step().
 //  - full tracing: between start_tracing() and stop_tracing() (or inside capture_window) every
 //    op is also kept, and stop_tracing() returns the window as a trace.
 //
@@ -45,6 +47,14 @@ struct collector_options {
   /// Always-on reduction works in batches of this many ops (sorted by start time first): the
   /// memory bound of always-on mode. See docs/monitor.md for the effect on exactness.
   std::size_t reduce_batch_ops = 16384;
+  /// Sampled always-on, for when collecting every op costs too much: with N > 1, device ops are
+  /// collected only during the first sample_window_steps steps of every N (steps end at each
+  /// step() call; step 0 begins with the collector), and nothing is collected in the others (on
+  /// cuda the CUPTI device kinds are disabled there). usage() then covers the sampled steps only
+  /// and says so in usage_report::sampled_fraction. Traced windows are always collected in full
+  /// (their steps count as sampled). 0 or 1: every step (no sampling).
+  std::size_t sample_every_steps = 0;
+  std::size_t sample_window_steps = 1;
 };
 
 enum class collector_status { active, inactive };
@@ -62,6 +72,11 @@ class collector {
   /// or a one-line description of what it collects.
   [[nodiscard]] std::string status_message() const;
 
+  /// Ends one step (iteration) of the program and begins the next: call it once per step, after
+  /// enqueuing the step's work, on one thread. Only sampled always-on needs it (it switches
+  /// collection on and off at window boundaries); otherwise it only counts.
+  void step();
+
   /// Starts keeping every op, call, annotation and dependency (no-op when already tracing).
   void start_tracing();
   /// Flushes pending records and returns what was kept since start_tracing(), with stream
@@ -78,9 +93,10 @@ class collector {
 
   /// The always-on figures since the collector started (flushes pending records first).
   /// queue depth is not tracked always-on (0); everything else matches measure_usage() over a
-  /// full trace of the same run (see docs/monitor.md for the batch boundary caveat).
+  /// full trace of the same run (see docs/monitor.md for the batch boundary caveat). Sampled:
+  /// the figures of the sampled steps, with sampled_fraction < 1 once an unsampled step ended.
   [[nodiscard]] usage_report usage();
-  /// Ops reduced so far by always-on mode.
+  /// Ops reduced so far by always-on mode (sampled: of the sampled steps).
   [[nodiscard]] std::size_t ops_seen() const;
 
  private:

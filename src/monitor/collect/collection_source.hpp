@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "monitor/collect/diagnostic_settings.hpp"
 #include "monitor/collect/op_record.hpp"
 #include "streamsafe/device.hpp"
 #include "streamsafe/monitor/collector.hpp"
@@ -46,6 +47,9 @@ class collection_source {
   [[nodiscard]] virtual host_call_origin host_calls() const = 0;
   /// Switches what is recorded from now on; a source starts with device_ops.
   virtual void set_detail(trace_detail detail) = 0;
+  /// Switches collection of device ops on or off for the work enqueued from now on (work
+  /// enqueued before still reports); a source starts collecting. Sampled always-on mode.
+  virtual void set_collecting(bool on) = 0;
   [[nodiscard]] virtual std::string description() const = 0;
 };
 
@@ -61,6 +65,6 @@ struct opened_source {
 [[nodiscard]] opened_source open_sim_source(const Device& device, std::weak_ptr<record_sink> sink);
 /// Defined in cupti_source.cpp with the cuda backend, in no_cupti.cpp without it.
 [[nodiscard]] opened_source open_cupti_source(const Device& device, std::weak_ptr<record_sink> sink,
-                                              const collector_options& options);
+                                              const collector_options& options, const diagnostic_settings& settings);
 
 }  // namespace streamsafe::monitor::detail

@@ -1,6 +1,6 @@
 // The collector: a source's records go to the always-on reducer and, while tracing, to a trace
 // recorder; streamsafe's observer callbacks add stream names, dependency markers and (on sim)
-// the host's calls.
+// the host's calls. With sampling, step() switches the source's collection at window boundaries.
 #include "streamsafe/monitor/collector.hpp"
 
 #include <functional>
@@ -10,7 +10,9 @@
 #include <unordered_map>
 
 #include "monitor/collect/collection_source.hpp"
+#include "monitor/collect/diagnostic_settings.hpp"
 #include "monitor/collect/online_usage.hpp"
+#include "monitor/collect/step_sampler.hpp"
 #include "monitor/collect/trace_recorder.hpp"
 #include "streamsafe/runtime_observer.hpp"
 
@@ -24,15 +26,30 @@ std::string backoff_message(std::string_view device_name, std::string_view reaso
          "streamsafe collector) to collect.";
 }
 
+/// What the status message adds to the source's description: sampling and diagnostic settings.
+std::string collection_notes(const collector_options& options, const diagnostic_settings& settings) {
+  std::string notes;
+  if (step_sampler(options.sample_every_steps, options.sample_window_steps).sampling()) {
+    notes += ", sampled: " + std::to_string(options.sample_window_steps) + " step(s) in " +
+             std::to_string(options.sample_every_steps);
+  }
+  if (!settings.is_default()) notes += " [diagnostic: " + settings.describe() + "]";
+  return notes;
+}
+
 class collector_state final : public record_sink, public RuntimeObserver {
  public:
-  collector_state(const Device& device, const collector_options& options)
-      : device_name_(device.name()), device_ordinal_(device.ordinal()), usage_(options.reduce_batch_ops) {}
+  collector_state(const Device& device, const collector_options& options, std::string notes)
+      : device_name_(device.name()),
+        device_ordinal_(device.ordinal()),
+        notes_(std::move(notes)),
+        usage_(options.reduce_batch_ops),
+        sampler_(options.sample_every_steps, options.sample_window_steps) {}
 
   void attach_source(opened_source opened) {
     std::lock_guard lock(mutex_);
     source_ = std::move(opened.source);
-    message_ = source_ ? "collecting: " + source_->description() : std::move(opened.refusal);
+    message_ = source_ ? "collecting: " + source_->description() + notes_ : std::move(opened.refusal);
   }
   /// Stops delivering; the source (and CUPTI, or the sim hook) is released here.
   void close() {
@@ -68,6 +85,7 @@ class collector_state final : public record_sink, public RuntimeObserver {
     if (!source_ || recording_) return;
     source_->set_detail(trace_detail::full);
     recording_.emplace("live: " + device_name_);
+    update_collection_locked();
   }
   [[nodiscard]] trace stop_tracing() {
     flush();
@@ -76,13 +94,23 @@ class collector_state final : public record_sink, public RuntimeObserver {
     auto finished = std::move(*recording_).finish(names_, device_name_, device_ordinal_);
     recording_.reset();
     source_->set_detail(trace_detail::device_ops);
+    update_collection_locked();
     return finished;
+  }
+  void step() {
+    std::lock_guard lock(mutex_);
+    if (!source_) return;
+    sampler_.end_step(collected_this_step_);
+    update_collection_locked();
+    collected_this_step_ = collecting_;
   }
   [[nodiscard]] usage_report usage() {
     flush();
     std::lock_guard lock(mutex_);
     usage_.reduce();
-    return usage_.report(names_);
+    auto report = usage_.report(names_);
+    if (sampler_.sampling()) report.sampled_fraction = sampler_.collected_fraction();
+    return report;
   }
   [[nodiscard]] std::size_t ops_seen() const {
     std::lock_guard lock(mutex_);
@@ -148,6 +176,16 @@ class collector_state final : public record_sink, public RuntimeObserver {
     names_[key] = stream.name();
     return key;
   }
+  /// Collects while tracing or inside a sampled window; a window that opens starts a new span
+  /// of the always-on figures (ops enqueued from now on start after this instant).
+  void update_collection_locked() {
+    const bool wanted = recording_.has_value() || sampler_.in_window();
+    if (wanted == collecting_ || !source_) return;
+    if (wanted) usage_.open_window(host_now_us());
+    source_->set_collecting(wanted);
+    collecting_ = wanted;
+    collected_this_step_ = collected_this_step_ || wanted;
+  }
   void enqueued(StreamRef stream, call_kind kind, std::string_view api) {
     const double now = host_now_us();
     std::lock_guard lock(mutex_);
@@ -168,11 +206,15 @@ class collector_state final : public record_sink, public RuntimeObserver {
 
   const std::string device_name_;
   const std::int32_t device_ordinal_;
+  const std::string notes_;
   mutable std::mutex mutex_;
   std::unique_ptr<collection_source> source_;
   std::string message_;
   bool closed_ = false;
   online_usage usage_;
+  step_sampler sampler_;
+  bool collecting_ = true;  // what the source was last told (it starts collecting)
+  bool collected_this_step_ = true;  // collecting at some time during the step in progress
   std::optional<trace_recorder> recording_;
   std::unordered_map<stream_id, stream_key> keys_;
   std::map<stream_key, std::string> names_;
@@ -180,10 +222,11 @@ class collector_state final : public record_sink, public RuntimeObserver {
 
 namespace {
 
-opened_source open_source(const Device& device, std::weak_ptr<record_sink> sink, const collector_options& options) {
+opened_source open_source(const Device& device, std::weak_ptr<record_sink> sink, const collector_options& options,
+                          const diagnostic_settings& settings) {
   switch (device.backend()) {
     case backend_kind::sim: return open_sim_source(device, std::move(sink));
-    case backend_kind::cuda: return open_cupti_source(device, std::move(sink), options);
+    case backend_kind::cuda: return open_cupti_source(device, std::move(sink), options, settings);
   }
   return {nullptr, backoff_message(device.name(), "unknown backend")};
 }
@@ -192,13 +235,14 @@ opened_source open_source(const Device& device, std::weak_ptr<record_sink> sink,
 
 }  // namespace detail
 
-collector::collector(const Device& device, const collector_options& options)
-    : device_(device), state_(std::make_shared<detail::collector_state>(device, options)) {
-  state_->attach_source(detail::open_source(device, state_, options));
+collector::collector(const Device& device, const collector_options& options) : device_(device) {
+  const auto settings = detail::diagnostic_settings_from_environment();
+  state_ = std::make_shared<detail::collector_state>(device, options, detail::collection_notes(options, settings));
+  state_->attach_source(detail::open_source(device, state_, options, settings));
   if (!state_->active()) return;
   // The default stream exists before any observer could see it being created.
   state_->on_stream_created(device.default_stream());
-  attach_observer(device_, state_);
+  if (settings.observer) attach_observer(device_, state_);
   if (options.tracing == initial_tracing::on) state_->start_tracing();
 }
 
@@ -211,6 +255,7 @@ collector_status collector::status() const {
   return state_->active() ? collector_status::active : collector_status::inactive;
 }
 std::string collector::status_message() const { return state_->message(); }
+void collector::step() { state_->step(); }
 void collector::start_tracing() { state_->start_tracing(); }
 trace collector::stop_tracing() { return state_->stop_tracing(); }
 usage_report collector::usage() { return state_->usage(); }

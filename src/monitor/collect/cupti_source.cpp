@@ -2,11 +2,13 @@
 // serializes them), memcpy, memset, synchronization, CUDA events, runtime calls and NVTX
 // markers, into buffers allocated ahead. CUPTI's clock is replaced by the host's steady clock
 // (cuptiActivityRegisterTimestampCallback) so GPU ops and host calls share one timeline.
+// Diagnostic settings (diagnostic_settings.hpp) may narrow the device kinds or keep CUPTI's clock.
 // CUPTI allows one client per process: when another is attached (Nsight Systems, the PyTorch
 // profiler, a second collector) this source is refused with a message, never an exception.
 #include <cupti.h>
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -86,6 +88,7 @@ class enabled_kinds {
     for (auto kind = kinds_.rbegin(); kind != kinds_.rend(); ++kind) (void)cuptiActivityDisable(*kind);
   }
   CUptiResult enable(CUpti_ActivityKind kind) {
+    if (std::find(kinds_.begin(), kinds_.end(), kind) != kinds_.end()) return CUPTI_SUCCESS;
     const auto result = cuptiActivityEnable(kind);
     if (result == CUPTI_SUCCESS) kinds_.push_back(kind);
     return result;
@@ -146,9 +149,15 @@ std::string memcpy_name(std::uint8_t copy_kind, memory_kind src, memory_kind dst
   return std::string("Memcpy ") + direction + " (" + side(src) + " -> " + side(dst) + ")";
 }
 
-/// Recorded always: what runs on the device (no per-API-call hook).
-constexpr CUpti_ActivityKind device_kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                               CUPTI_ACTIVITY_KIND_MEMSET};
+/// Recorded always: what runs on the device (no per-API-call hook); the diagnostic setting
+/// STREAMSAFE_CUPTI_KINDS may leave some out.
+std::vector<CUpti_ActivityKind> device_kinds(const device_kind_set& selected) {
+  std::vector<CUpti_ActivityKind> kinds;
+  if (selected.kernel) kinds.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (selected.memcpy) kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
+  if (selected.memset) kinds.push_back(CUPTI_ACTIVITY_KIND_MEMSET);
+  return kinds;
+}
 /// Recorded inside traced windows only: host calls, syncs, events and NVTX ranges.
 constexpr CUpti_ActivityKind traced_window_kinds[] = {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_CUDA_EVENT,
                                                       CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_MARKER};
@@ -166,21 +175,17 @@ class cupti_source final : public collection_source {
   cupti_source& operator=(const cupti_source&) = delete;
 
   /// Claims CUPTI and enables the kinds; the refusal text when it cannot.
-  std::string start(const collector_options& options) {
+  std::string start(const collector_options& options, const diagnostic_settings& settings) {
     if (auto result = subscription_.subscribe(); result != CUPTI_SUCCESS) return refusal("cuptiSubscribe", result);
     cupti_source* expected = nullptr;
     if (!active_source.compare_exchange_strong(expected, this)) return "another streamsafe collector holds CUPTI";
     pool().reserve(options.cupti_buffers, options.cupti_buffer_bytes);
-    if (cuptiActivityRegisterTimestampCallback(&host_clock_ns) != CUPTI_SUCCESS) {
-      // Older drivers: align CUPTI's clock with the host's once, now.
-      std::uint64_t gpu_now = 0;
-      (void)cuptiGetTimestamp(&gpu_now);
-      offset_ns_ = static_cast<std::int64_t>(host_clock_ns()) - static_cast<std::int64_t>(gpu_now);
-    }
+    set_clock(settings.clock);
     if (auto result = cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed); result != CUPTI_SUCCESS) {
       return refusal("cuptiActivityRegisterCallbacks", result);
     }
-    for (auto kind : device_kinds) {
+    device_kinds_ = device_kinds(settings.kinds);
+    for (auto kind : device_kinds_) {
       if (auto result = enabled_.enable(kind); result != CUPTI_SUCCESS) return refusal("cuptiActivityEnable", result);
     }
     return {};
@@ -197,6 +202,13 @@ class cupti_source final : public collection_source {
     }
   }
 
+  void set_collecting(bool on) override {
+    for (auto kind : device_kinds_) {
+      if (on) (void)enabled_.enable(kind);
+      else enabled_.disable(kind);
+    }
+  }
+
   stream_key key_of(StreamRef stream) override {
     std::uint32_t id = 0;
     const auto result = cuptiGetStreamIdEx(nullptr, reinterpret_cast<CUstream>(stream.native()), 0, &id);
@@ -209,6 +221,14 @@ class cupti_source final : public collection_source {
   std::string description() const override { return "CUPTI activity records on " + device_.name(); }
 
  private:
+  /// host: CUPTI stamps records with host_clock_ns, when the driver lets it; otherwise (or with
+  /// cupti) CUPTI's clock is aligned with the host's once, now.
+  void set_clock(cupti_clock clock) {
+    if (clock == cupti_clock::host && cuptiActivityRegisterTimestampCallback(&host_clock_ns) == CUPTI_SUCCESS) return;
+    std::uint64_t gpu_now = 0;
+    (void)cuptiGetTimestamp(&gpu_now);
+    offset_ns_ = static_cast<std::int64_t>(host_clock_ns()) - static_cast<std::int64_t>(gpu_now);
+  }
   static std::uint64_t CUPTIAPI host_clock_ns() {
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count());
   }
@@ -241,6 +261,7 @@ class cupti_source final : public collection_source {
   std::weak_ptr<record_sink> sink_;
   subscription subscription_;
   enabled_kinds enabled_;
+  std::vector<CUpti_ActivityKind> device_kinds_;  // enabled outside traced windows
   std::int64_t offset_ns_ = 0;
   std::map<std::uint32_t, std::pair<std::string, double>> open_ranges_;  // NVTX range id -> name, start
   std::mutex parse_mutex_;  // CUPTI may complete buffers on several threads
@@ -358,9 +379,10 @@ void cupti_source::parse_marker(const CUpti_ActivityMarker2& marker, record_sink
 
 }  // namespace
 
-opened_source open_cupti_source(const Device& device, std::weak_ptr<record_sink> sink, const collector_options& options) {
+opened_source open_cupti_source(const Device& device, std::weak_ptr<record_sink> sink, const collector_options& options,
+                                const diagnostic_settings& settings) {
   auto source = std::make_unique<cupti_source>(device, std::move(sink));
-  if (auto refusal = source->start(options); !refusal.empty()) {
+  if (auto refusal = source->start(options, settings); !refusal.empty()) {
     // The half-started source releases what it enabled; it must not keep the CUPTI claim.
     return {nullptr, refusal.find("streamsafe monitor:") == 0 ? refusal : backoff_message(device.name(), refusal)};
   }

@@ -13,6 +13,25 @@ std::pair<double, double> online_usage::coverage::extend(double begin, double en
   return {fresh_begin, end};
 }
 
+void online_usage::window_spans::add(std::size_t index, double begin, double end, bool first_op) {
+  if (first_op || index != window) {
+    if (!first_op) closed_us += last - first;
+    window = index;
+    first = begin;
+    last = end;
+    return;
+  }
+  last = std::max(last, end);
+}
+
+void online_usage::open_window(double host_us) { window_starts_.push_back(host_us); }
+
+/// 0 before the first open_window time, then the number of windows opened at or before `begin`.
+std::size_t online_usage::window_of(double begin) const {
+  return static_cast<std::size_t>(std::upper_bound(window_starts_.begin(), window_starts_.end(), begin) -
+                                  window_starts_.begin());
+}
+
 engine_class online_usage::engine_of(const op_record& op) {
   gpu_op probe;
   probe.kind = op.kind;
@@ -74,6 +93,7 @@ void online_usage::sweep(const pending_op& op) {
   const bool first_on_device = !d.busy.started;
   d.window_begin = first_on_device ? op.begin : std::min(d.window_begin, op.begin);
   d.window_end = first_on_device ? op.end : std::max(d.window_end, op.end);
+  d.spans.add(window_of(op.begin), op.begin, op.end, first_on_device);
   d.busy.extend(op.begin, op.end);
 
   auto& engine_coverage = op.engine == engine_class::compute ? d.compute
@@ -105,7 +125,7 @@ device_usage online_usage::device_report(std::int32_t id, const device_state& d)
   u.window_begin_us = d.window_begin;
   u.window_end_us = d.window_end;
   u.busy_us = d.busy.total;
-  u.idle_us = u.window_us() - u.busy_us;
+  u.idle_us = d.spans.total_us() - u.busy_us;  // window_us() - busy_us when not sampled
   u.compute_us = d.compute.total;
   u.copy_us = d.copy.total;
   u.communication_us = d.communication.total;
@@ -132,7 +152,7 @@ usage_report online_usage::report(const std::map<stream_key, std::string>& names
       u.stream = key;
       if (const auto named = names.find(key); named != names.end()) u.name = named->second;
       u.busy_us = s.busy.total;
-      u.idle_us = report.devices.back().window_us() - u.busy_us;
+      u.idle_us = d.spans.total_us() - u.busy_us;
       u.kernels = s.kernels;
       u.memcpys = s.memcpys;
       u.memsets = s.memsets;

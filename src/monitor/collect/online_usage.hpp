@@ -4,6 +4,8 @@
 // interval's uncovered part and its overlap with every other stream come from a few compares.
 // Exact when every op of a batch starts after the ops of earlier batches; an op that arrives
 // after its batch was reduced is counted from the batch's last start on (docs/monitor.md).
+// Sampled collection: ops come in windows (open_window); idle time is counted inside each
+// window's span (first op start to last op end) only, never between windows.
 // Thread safety: none; the collector holds its lock around every call.
 #pragma once
 
@@ -23,6 +25,9 @@ class online_usage {
 
   /// Counts `op` (work kinds only: kernel, memcpy, memset; others are ignored).
   void add(const op_record& op);
+  /// Sampled collection: ops starting at or after `host_us` belong to a new window (call in
+  /// increasing time order). Without any call all ops form one window.
+  void open_window(double host_us);
   /// Reduces the buffered ops.
   void reduce();
   /// The figures so far (call reduce() first to include buffered ops). Streams are named
@@ -51,8 +56,18 @@ class online_usage {
     std::size_t kernels = 0, memcpys = 0, memsets = 0;
     double first = 0, last = 0;
   };
+  /// The spans of the sampling windows a device's ops fell in, in sweep (start) order.
+  struct window_spans {
+    std::size_t window = 0;  // index of the window in progress
+    double first = 0, last = 0;
+    double closed_us = 0;  // total span of the windows before it
+    /// Adds [begin, end) of window `index` (begins come in increasing order).
+    void add(std::size_t index, double begin, double end, bool first_op);
+    [[nodiscard]] double total_us() const { return closed_us + (last - first); }
+  };
   struct device_state {
     coverage busy;
+    window_spans spans;
     coverage compute, copy, communication;
     double copy_compute = 0, compute_communication = 0, copy_communication = 0;
     double window_begin = 0, window_end = 0;
@@ -67,6 +82,7 @@ class online_usage {
   [[nodiscard]] device_usage device_report(std::int32_t id, const device_state& d) const;
 
   [[nodiscard]] engine_class engine_of(const op_record& op);
+  [[nodiscard]] std::size_t window_of(double begin) const;
 
   trace names_;  // only its string table: classify_engine() reads kernel names from it
   std::size_t batch_ops_;
@@ -75,6 +91,7 @@ class online_usage {
   double sweep_point_ = 0;
   bool swept_any_ = false;
   std::map<std::int32_t, device_state> devices_;
+  std::vector<double> window_starts_;  // host times of open_window(): 8 bytes per sampled window
 };
 
 }  // namespace streamsafe::monitor::detail

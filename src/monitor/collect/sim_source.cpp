@@ -1,5 +1,6 @@
 // The sim source: the sim device's op-timing hook (src/runtime/op_timing.hpp) reports each
 // kernel, copy and fill as it runs; they are already on the host clock.
+#include <atomic>
 #include <mutex>
 
 #include "monitor/collect/collection_source.hpp"
@@ -38,8 +39,11 @@ class timing_forwarder final : public streamsafe::detail::OpTimingSink {
     op.bytes = ran.bytes;
     sink->on_ops({&op, 1});
   }
+  [[nodiscard]] bool wants_ops() const noexcept override { return collecting_.load(std::memory_order_relaxed); }
+  void set_collecting(bool on) { collecting_.store(on, std::memory_order_relaxed); }
 
  private:
+  std::atomic<bool> collecting_{true};
   std::int32_t device_;
   std::weak_ptr<record_sink> sink_;
 };
@@ -58,6 +62,8 @@ class sim_source final : public collection_source {
   void flush() override {}  // ops report as they run
   host_call_origin host_calls() const override { return host_call_origin::observer; }
   void set_detail(trace_detail /*detail*/) override {}  // timing sim ops costs nothing extra
+  /// Like CUPTI: ops enqueued while off are not timed (the device asks at enqueue).
+  void set_collecting(bool on) override { forwarder_->set_collecting(on); }
   std::string description() const override { return "sim op timing on " + device_.name(); }
 
  private:

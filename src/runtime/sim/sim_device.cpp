@@ -55,10 +55,11 @@ class SimStream final : public StreamImpl {
 
  private:
   /// `work` as is, or, when the device has an op-timing sink (op_timing.hpp), wrapped to report
-  /// when it ran. The wrapper is made at enqueue, so ops enqueued before the sink are not timed.
+  /// when it ran. The wrapper is made at enqueue, so ops enqueued before the sink (or while it
+  /// wants none) are not timed.
   std::function<void()> timed(timed_op_kind kind, std::string name, std::size_t bytes, std::function<void()> work) {
     auto sink = device().op_timing_sink();
-    if (!sink) return work;
+    if (!sink || !sink->wants_ops()) return work;
     return [sink = std::move(sink), kind, name = std::move(name), bytes, work = std::move(work), stream = id(),
             enqueued = std::chrono::steady_clock::now()] {
       const auto begin = std::chrono::steady_clock::now();
