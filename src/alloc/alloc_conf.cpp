@@ -54,12 +54,16 @@ void apply(allocator_options& options, std::string_view key, std::string_view va
     options.expandable_reserve_bytes = parse_size(key, value);
   } else if (key == "granularity") {
     options.granularity = parse_size(key, value);
+  } else if (key == "expandable_growth") {
+    options.growth = parse_choice(key, value, "remap", expandable_growth::remap, "map_new", expandable_growth::map_new);
+  } else if (key == "remap_slack_percent") {
+    options.remap_slack_percent = parse_size(key, value);
   } else if (key == "history") {
     options.history_capacity = parse_size(key, value);
   } else {
     SS_EXPECTS(false, "STREAMSAFE_ALLOC_CONF: unknown key '", key,
                "' (known: segments, cross_stream, small_request_limit, small_segment, large_segment, "
-               "expandable_reserve, granularity, history)");
+               "expandable_reserve, expandable_growth, remap_slack_percent, granularity, history)");
   }
 }
 
