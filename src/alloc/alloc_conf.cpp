@@ -59,12 +59,17 @@ void apply(allocator_options& options, std::string_view key, std::string_view va
     SS_EXPECTS(options.fence_batch_frees >= 1, "STREAMSAFE_ALLOC_CONF: fence_batch must be at least 1");
   } else if (key == "fence_batch_bytes") {
     options.fence_batch_bytes = parse_size(key, value);
+  } else if (key == "expandable_growth") {
+    options.growth = parse_choice(key, value, "remap", expandable_growth::remap, "map_new", expandable_growth::map_new);
+  } else if (key == "remap_slack_percent") {
+    options.remap_slack_percent = parse_size(key, value);
   } else if (key == "history") {
     options.history_capacity = parse_size(key, value);
   } else {
     SS_EXPECTS(false, "STREAMSAFE_ALLOC_CONF: unknown key '", key,
                "' (known: segments, cross_stream, small_request_limit, small_segment, large_segment, "
-               "expandable_reserve, granularity, fence_batch, fence_batch_bytes, history)");
+               "expandable_reserve, expandable_growth, remap_slack_percent, granularity, fence_batch, "
+               "fence_batch_bytes, history)");
   }
 }
 

@@ -120,6 +120,37 @@ block* caching_allocator_impl::grow_fixed(stream_pool& pool, pool_kind kind, std
   return pool.take(adopted->first, rounded, pool);
 }
 
+namespace {
+
+/// The chunks of `s` that [address, address + bytes) touches and that are not mapped: what
+/// placing a block there costs in new physical memory.
+std::size_t unmapped_chunks(const segment& s, std::uintptr_t address, std::size_t bytes) noexcept {
+  const std::size_t first = (address - s.address) / s.granularity;
+  const std::size_t last = (address + bytes - 1 - s.address) / s.granularity;
+  std::size_t missing = 0;
+  for (std::size_t chunk = first; chunk <= last; ++chunk) missing += s.chunk_mapped[chunk] ? 0 : 1;
+  return missing;
+}
+
+/// Calls visit(free block, chunk index) for each mapped chunk of `s` that lies wholly inside a
+/// free block (the chunks that can be unmapped), in address order, while visit returns true.
+template <typename Visit>
+void for_each_free_mapped_chunk(segment& s, Visit visit) {
+  for (block* b = s.first; b != nullptr; b = b->next) {
+    if (b->state != block_state::free) continue;
+    const std::size_t offset = b->address - s.address;
+    const std::size_t first = round_up(offset, s.granularity) / s.granularity;
+    // Chunks wholly inside the block; none above the high-water mark is mapped (the free tail
+    // of a range is most of its chunks).
+    const std::size_t end = std::min((offset + b->size) / s.granularity, s.chunks_touched);
+    for (std::size_t chunk = first; chunk < end; ++chunk) {
+      if (s.chunk_mapped[chunk] && !visit(*b, chunk)) return;
+    }
+  }
+}
+
+}  // namespace
+
 block* caching_allocator_impl::grow_expandable(stream_pool& pool, pool_kind kind, std::size_t rounded) {
   std::unique_lock lock(pool.mutex);
   block* candidate = pool.find(kind, rounded);
@@ -138,8 +169,14 @@ block* caching_allocator_impl::grow_expandable(stream_pool& pool, pool_kind kind
     pool.adopt(fresh);
     candidate = pool.find(kind, rounded);
   }
+  const bool remap = options_.growth == expandable_growth::remap;
+  if (remap) {
+    pool.merge_deferred();  // whole free chunks show only in merged blocks
+    candidate = cheapest_placement(pool, kind, rounded, pool.find(kind, rounded));
+  }
   block* b = pool.take(candidate, rounded, pool);
   try {
+    if (remap) unmap_free_chunks(pool, chunks_to_move(pool, *b));
     map_block(b);
   } catch (...) {
     b->user = &pool;
@@ -147,6 +184,59 @@ block* caching_allocator_impl::grow_expandable(stream_pool& pool, pool_kind kind
     throw;
   }
   return b;
+}
+
+block* caching_allocator_impl::cheapest_placement(stream_pool& pool, pool_kind kind, std::size_t rounded,
+                                                  block* found) const {
+  // The bins' choice is the best fit by size, blind to mapping: a hole with more of its chunks
+  // still mapped (or a fully mapped block of another size class) needs fewer new chunks, and
+  // fewer chunks to move. A scan of the blocks, on the growth path only.
+  block* cheapest = found;
+  std::size_t cheapest_cost = unmapped_chunks(*found->owner, found->address, rounded);
+  for (segment* s : pool.segments()) {
+    if (!s->expandable || s->kind != kind) continue;
+    for (block* b = s->first; b != nullptr && cheapest_cost != 0; b = b->next) {
+      if (b->state != block_state::free || b->size < rounded) continue;
+      if (const std::size_t cost = unmapped_chunks(*s, b->address, rounded); cost < cheapest_cost) {
+        cheapest = b;
+        cheapest_cost = cost;
+      }
+    }
+  }
+  return cheapest;
+}
+
+std::size_t caching_allocator_impl::chunks_to_move(const stream_pool& pool, const block& fresh) const {
+  // Free chunks stay mapped (no stream synchronization, no unmap) while the stream's reserved
+  // bytes stay within the slack above its peak live bytes; beyond, the new block's chunks are
+  // moved from free ones. Measured against the peak, not the current live bytes, so that a
+  // workload that repeats its pattern settles and stops moving chunks.
+  const segment& s = *fresh.owner;
+  const std::size_t needed = unmapped_chunks(s, fresh.address, fresh.size);
+  std::size_t mapped = 0;
+  for (const segment* owned : pool.segments()) mapped += owned->mapped_bytes;
+  const std::size_t live = static_cast<std::size_t>(pool.stats.allocated_bytes.current) + fresh.size;
+  const std::size_t peak_live = std::max(static_cast<std::size_t>(pool.stats.allocated_bytes.peak), live);
+  const std::size_t allowed = peak_live + peak_live / 100 * options_.remap_slack_percent;
+  const std::size_t may_map = allowed > mapped ? (allowed - mapped) / s.granularity : 0;
+  return needed > may_map ? needed - may_map : 0;
+}
+
+void caching_allocator_impl::unmap_free_chunks(stream_pool& pool, std::size_t chunks) {
+  if (chunks == 0) return;
+  bool synchronized = false;
+  for (segment* s : pool.segments()) {
+    if (!s->expandable) continue;
+    for_each_free_mapped_chunk(*s, [&](block& holder, std::size_t chunk) {
+      if (!synchronized) {  // work already enqueued on the stream may still use a freed block
+        pool.stream().synchronize();
+        synchronized = true;
+      }
+      unmap_chunk(*s, holder, chunk);
+      return --chunks != 0;
+    });
+    if (chunks == 0) return;
+  }
 }
 
 void caching_allocator_impl::map_block(block* b) {
@@ -158,6 +248,7 @@ void caching_allocator_impl::map_block(block* b) {
     const std::uintptr_t at = s.address + chunk * s.granularity;
     source_->map_chunk(at, s.granularity);
     s.chunk_mapped[chunk] = true;
+    s.chunks_touched = std::max(s.chunks_touched, chunk + 1);
     s.mapped_bytes += s.granularity;
     note_reserved(static_cast<std::int64_t>(s.granularity), 0);
   }
@@ -215,20 +306,18 @@ void caching_allocator_impl::release_free_memory(stream_pool& pool) {
 }
 
 void caching_allocator_impl::unmap_free_chunks(segment& s) {
-  for (block* b = s.first; b != nullptr; b = b->next) {
-    if (b->state != block_state::free) continue;
-    const std::size_t offset = b->address - s.address;
-    const std::size_t first = round_up(offset, s.granularity) / s.granularity;
-    const std::size_t end = (offset + b->size) / s.granularity;  // chunks wholly inside the block
-    for (std::size_t chunk = first; chunk < end; ++chunk) {
-      if (!s.chunk_mapped[chunk]) continue;
-      source_->unmap_chunk(s.address + chunk * s.granularity, s.granularity);
-      s.chunk_mapped[chunk] = false;
-      s.mapped_bytes -= s.granularity;
-      b->mapped = false;
-      note_reserved(-static_cast<std::int64_t>(s.granularity), 0);
-    }
-  }
+  for_each_free_mapped_chunk(s, [&](block& holder, std::size_t chunk) {
+    unmap_chunk(s, holder, chunk);
+    return true;
+  });
+}
+
+void caching_allocator_impl::unmap_chunk(segment& s, block& holder, std::size_t chunk) {
+  source_->unmap_chunk(s.address + chunk * s.granularity, s.granularity);
+  s.chunk_mapped[chunk] = false;
+  s.mapped_bytes -= s.granularity;
+  holder.mapped = false;
+  note_reserved(-static_cast<std::int64_t>(s.granularity), 0);
 }
 
 std::size_t caching_allocator_impl::largest_free_block() const {

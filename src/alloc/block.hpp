@@ -51,6 +51,7 @@ struct segment {
   std::size_t live_blocks = 0;   // live and pending blocks
   std::size_t granularity = 0;    // expandable only
   std::vector<bool> chunk_mapped;  // expandable only: one entry per granule
+  std::size_t chunks_touched = 0;  // expandable only: no chunk at or above this was ever mapped
 };
 
 /// Whether the first `bytes` of free block `b` are backed by physical memory, so they can be

@@ -66,12 +66,17 @@ class caching_allocator_impl {
   [[nodiscard]] block* grow(stream_pool& pool, pool_kind kind, std::size_t rounded);
   [[nodiscard]] block* grow_fixed(stream_pool& pool, pool_kind kind, std::size_t rounded);
   [[nodiscard]] block* grow_expandable(stream_pool& pool, pool_kind kind, std::size_t rounded);
+  [[nodiscard]] block* cheapest_placement(stream_pool& pool, pool_kind kind, std::size_t rounded,
+                                          block* found) const;  // caller holds pool.mutex
   [[nodiscard]] std::size_t fixed_segment_bytes(pool_kind kind, std::size_t rounded) const noexcept;
   void map_block(block* b);                       // caller holds the owner's lock
   void run(ladder_step step);
   void release_cached();
   void release_free_memory(stream_pool& pool);    // caller holds pool.mutex, stream synced
   void unmap_free_chunks(segment& s);             // caller holds the owner's lock
+  [[nodiscard]] std::size_t chunks_to_move(const stream_pool& pool, const block& fresh) const;  // holds pool.mutex
+  void unmap_free_chunks(stream_pool& pool, std::size_t chunks);  // up to `chunks`; caller holds pool.mutex
+  void unmap_chunk(segment& s, block& holder, std::size_t chunk);  // caller holds the owner's lock
   void wait_for_pending();
   void reclaim(const std::vector<finished_free>& done);
   [[nodiscard]] std::string out_of_memory_message(std::size_t requested, std::size_t rounded, StreamImpl& stream) const;

@@ -214,6 +214,32 @@ TEST_F(AllocatorTest, ExpandableSegmentsUnmapUnderPressure) {
   EXPECT_EQ(alloc.stats().reserved_bytes.current, 0);
 }
 
+// A freed hole too small for the next request: remap moves its chunks to where the request
+// goes, map_new maps new ones and keeps the hole mapped.
+std::int64_t reserved_after_outgrowing_a_hole(const Device& device, Stream& stream, allocator_options options) {
+  caching_allocator alloc(device, options);
+  void* hole = alloc.allocate(8 * mib, stream);
+  void* kept = alloc.allocate(4 * mib, stream);
+  alloc.deallocate(hole);
+  void* bigger = alloc.allocate(12 * mib, stream);
+  const std::int64_t reserved = alloc.stats().reserved_bytes.current;
+  alloc.deallocate(bigger);
+  alloc.deallocate(kept);
+  return reserved;
+}
+
+TEST_F(AllocatorTest, RemapGrowthMovesFreeChunksInsteadOfMappingMore) {
+  const allocator_options remap{.segments = segment_kind::expandable, .growth = expandable_growth::remap,
+                                .remap_slack_percent = 0};
+  EXPECT_EQ(reserved_after_outgrowing_a_hole(device, a, remap), static_cast<std::int64_t>(16 * mib));
+  allocator_options map_new = remap;
+  map_new.growth = expandable_growth::map_new;
+  EXPECT_EQ(reserved_after_outgrowing_a_hole(device, a, map_new), static_cast<std::int64_t>(24 * mib));
+  allocator_options slack = remap;
+  slack.remap_slack_percent = 100;  // 24 MiB is within 16 MiB peak live + 100%: nothing moves
+  EXPECT_EQ(reserved_after_outgrowing_a_hole(device, a, slack), static_cast<std::int64_t>(24 * mib));
+}
+
 TEST_F(AllocatorTest, StatsEqualARecount) {
   caching_allocator alloc(device, allocator_options{});
   std::vector<void*> live;
@@ -261,7 +287,7 @@ TEST_F(AllocatorTest, HistoryIsAReplayableTrace) {
 TEST(AllocConf, ParsesEveryKey) {
   const allocator_options o = parse_alloc_conf(
       "segments:fixed, cross_stream:never,small_request_limit:512KiB,small_segment:4MiB,large_segment:32MiB,"
-      "expandable_reserve:1GiB,granularity:2MiB,history:100");
+      "expandable_reserve:1GiB,granularity:2MiB,history:100,expandable_growth:map_new,remap_slack_percent:5");
   EXPECT_EQ(o.segments, segment_kind::fixed);
   EXPECT_EQ(o.reuse, cross_stream_reuse::never);
   EXPECT_EQ(o.small_request_limit, 512 * kib);
@@ -269,11 +295,14 @@ TEST(AllocConf, ParsesEveryKey) {
   EXPECT_EQ(o.large_segment_bytes, 32 * mib);
   EXPECT_EQ(o.expandable_reserve_bytes, 1024 * mib);
   EXPECT_EQ(o.history_capacity, 100u);
+  EXPECT_EQ(o.growth, expandable_growth::map_new);
+  EXPECT_EQ(o.remap_slack_percent, 5u);
 }
 
 TEST(AllocConf, RejectsUnknownKeysAndBadValues) {
   EXPECT_THROW((void)parse_alloc_conf("colour:blue"), usage_error);
   EXPECT_THROW((void)parse_alloc_conf("segments:maybe"), usage_error);
+  EXPECT_THROW((void)parse_alloc_conf("expandable_growth:sometimes"), usage_error);
   EXPECT_THROW((void)parse_alloc_conf("history:lots"), usage_error);
   EXPECT_THROW((void)parse_alloc_conf("granularity"), usage_error);
 }

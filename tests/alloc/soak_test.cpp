@@ -36,14 +36,14 @@ void expect_no_overlap(std::vector<live_block> live) {
   }
 }
 
-void soak(segment_kind segments) {
+void soak(allocator_options options) {
   constexpr std::size_t operations = 1'100'000;
   constexpr std::size_t max_live = 200;
   Device device = Device::sim(sim_options{.memory_capacity = std::size_t{1} << 30});
   std::vector<Stream> streams;
   for (int i = 0; i < 3; ++i) streams.emplace_back(device);
   {
-    caching_allocator alloc(device, allocator_options{.segments = segments});
+    caching_allocator alloc(device, options);
     std::mt19937_64 rng(42);
     std::vector<live_block> live;
     for (std::size_t op = 0; op < operations; ++op) {
@@ -80,8 +80,12 @@ void soak(segment_kind segments) {
   EXPECT_EQ(device.memory().free_bytes, device.memory().total_bytes);
 }
 
-TEST(AllocatorSoak, FixedSegments) { soak(segment_kind::fixed); }
-TEST(AllocatorSoak, ExpandableSegments) { soak(segment_kind::expandable); }
+TEST(AllocatorSoak, FixedSegments) { soak({.segments = segment_kind::fixed}); }
+TEST(AllocatorSoak, ExpandableSegments) { soak({.segments = segment_kind::expandable}); }
+// Every growth that can move free chunks does: the chunk moves must keep live blocks apart.
+TEST(AllocatorSoak, ExpandableSegmentsMovingEveryFreeChunk) {
+  soak({.segments = segment_kind::expandable, .growth = expandable_growth::remap, .remap_slack_percent = 0});
+}
 
 }  // namespace
 }  // namespace streamsafe

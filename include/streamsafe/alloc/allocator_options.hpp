@@ -19,6 +19,20 @@ enum class segment_kind {
   expandable,
 };
 
+/// Where an expandable segment gets the physical memory for a block that needs new chunks.
+enum class expandable_growth {
+  /// Moves it: the block goes where it needs the fewest new chunks, then as many wholly free
+  /// mapped chunks of the stream's segments as it still needs are unmapped before the new ones
+  /// are mapped. Reserved memory then grows only when no mapped chunk of the stream is wholly
+  /// free, so it follows live memory instead of keeping the high-water mark of every freed
+  /// hole. Costs a synchronization of the stream (CUDA may still read a chunk being unmapped)
+  /// and an unmap per moved chunk, on the growth path only.
+  remap,
+  /// Maps new chunks and keeps free ones mapped until they are released (empty_cache, the
+  /// out-of-memory ladder): growth never waits for the stream, reserved never shrinks by itself.
+  map_new,
+};
+
 /// Whether a stream may take memory cached by another stream.
 enum class cross_stream_reuse {
   /// When a stream's own cache cannot serve a request and the device has no more memory to
@@ -44,6 +58,11 @@ struct allocator_options {
   std::size_t large_segment_bytes = std::size_t{20} << 20;
   /// Virtual bytes reserved per expandable segment; 0: the device's total memory.
   std::size_t expandable_reserve_bytes = 0;
+  expandable_growth growth = expandable_growth::remap;
+  /// With growth remap: free chunks are moved only once the stream's reserved bytes would pass
+  /// its peak allocated bytes plus this percentage; below, new chunks are mapped (no
+  /// synchronization). 0 moves whenever a free chunk can be moved.
+  std::size_t remap_slack_percent = 2;
   /// Mapping granularity of expandable segments (2 MiB is what CUDA offers on the H200).
   std::size_t granularity = std::size_t{2} << 20;
   /// record_stream'd frees on one stream share a fence event (docs/allocator.md, "Fences"): the
