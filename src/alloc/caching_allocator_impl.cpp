@@ -114,7 +114,9 @@ void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
   if (bytes == 0) return nullptr;
   SS_EXPECTS(bytes <= max_request_bytes, "caching_allocator::allocate(", bytes,
              " bytes): larger than any device (limit 2^47 bytes); is the size computed from a negative value?");
-  if (pending_.held() != 0) process_pending_frees(poll_mode::lazy);
+  // Every 4th allocation of a thread polls: a poll takes a lock, and a fence needs some time.
+  thread_local unsigned allocation_tick = 0;
+  if (pending_.held() != 0 && (++allocation_tick & 3u) == 0) process_pending_frees(poll_mode::lazy);
   StreamImpl& stream_impl = stream.impl();
   stream_pool& pool = pool_for(stream_impl);
   const std::size_t rounded = round_request(bytes);
@@ -154,7 +156,8 @@ void caching_allocator_impl::deallocate(void* ptr) {
   if (options_.observer != nullptr) options_.observer->on_free(ptr, b->size, user_id);
   if (options_.history_capacity != 0) remember(trace_action::free_requested, b->address, b->size, user_id);
 
-  std::vector<StreamImpl*> waits_for;
+  // Reused by this thread's frees: the block keeps its list's capacity, and so does this copy.
+  thread_local std::vector<StreamImpl*> waits_for;
   {
     std::lock_guard lock(user.mutex);
     note_freed(user.stats, *b);
@@ -163,17 +166,14 @@ void caching_allocator_impl::deallocate(void* ptr) {
       owner.cache(b);
       return;
     }
-    waits_for.swap(b->recorded_streams);
+    waits_for.assign(b->recorded_streams.begin(), b->recorded_streams.end());
+    b->recorded_streams.clear();
+    if (&user == &owner) b->state = block_state::pending;
   }
-  if (&user != &owner) waits_for.push_back(&user.stream());  // a borrowed block goes home later
-  {
+  if (&user != &owner) {  // a borrowed block goes home once the borrower is done with it
+    waits_for.push_back(&user.stream());
     std::lock_guard lock(owner.mutex);
     b->state = block_state::pending;
-  }
-  {
-    std::lock_guard lock(stats_mutex_);
-    device_stats_.pending_free_bytes += static_cast<std::int64_t>(b->size);
-    ++device_stats_.pending_free_blocks;
   }
   pending_.hold(b, &user, waits_for);  // last: from here on a poll may reclaim it
 }
@@ -203,17 +203,13 @@ void caching_allocator_impl::process_pending_frees(poll_mode mode) {
 void caching_allocator_impl::reclaim(const std::vector<finished_free>& done) {
   for (const finished_free& entry : done) {
     block* b = entry.freed;
-    {
+    stream_pool& owner = *b->owner->owner;
+    if (entry.user != &owner) {
       std::lock_guard lock(entry.user->mutex);
       note_inactive(entry.user->stats, b->size);
     }
-    {
-      std::lock_guard lock(stats_mutex_);
-      device_stats_.pending_free_bytes -= static_cast<std::int64_t>(b->size);
-      --device_stats_.pending_free_blocks;
-    }
-    stream_pool& owner = *b->owner->owner;
     std::lock_guard lock(owner.mutex);
+    if (entry.user == &owner) note_inactive(owner.stats, b->size);
     owner.give_back(b);
   }
 }
@@ -255,7 +251,10 @@ allocator_stats caching_allocator_impl::stats() const {
     std::lock_guard lock(stats_mutex_);
     total = device_stats_;
   }
-  total.num_free_fences = pending_.fences_recorded();
+  const pending_frees::totals held = pending_.held_totals();
+  total.num_free_fences = held.fences_recorded;
+  total.pending_free_bytes = static_cast<std::int64_t>(held.bytes);
+  total.pending_free_blocks = static_cast<std::int64_t>(held.blocks);
   for (const stream_pool* pool : all_pools()) {
     std::lock_guard lock(pool->mutex);
     total.allocated_bytes.merge(pool->stats.allocated_bytes);

@@ -8,8 +8,15 @@ namespace streamsafe::detail {
 
 pending_frees::~pending_frees() = default;
 
-std::uint64_t pending_frees::fences_recorded() const noexcept {
-  return fences_recorded_.load(std::memory_order_relaxed);
+pending_frees::totals pending_frees::held_totals() const {
+  std::lock_guard lock(mutex_);
+  return totals_;
+}
+
+void pending_frees::count_held(const block& b, bool added) noexcept {
+  totals_.blocks = added ? totals_.blocks + 1 : totals_.blocks - 1;
+  totals_.bytes = added ? totals_.bytes + b.size : totals_.bytes - b.size;
+  held_count_.store(totals_.blocks, std::memory_order_relaxed);
 }
 
 pending_frees::stream_fences& pending_frees::fences_of(StreamImpl* stream) {
@@ -39,10 +46,9 @@ void pending_frees::hold(block* freed, stream_pool* user, std::span<StreamImpl* 
     stream_fences& s = fences_of(stream);
     s.open.push_back(index);
     s.open_bytes += freed->size;
-    const bool idle = s.in_flight.empty();
-    if (idle || s.open.size() >= policy_.batch_frees || s.open_bytes >= policy_.batch_bytes) record_open(s);
+    if (s.open.size() >= policy_.batch_frees || s.open_bytes >= policy_.batch_bytes) record_open(s);
   }
-  held_count_.fetch_add(1, std::memory_order_relaxed);
+  count_held(*freed, true);
 }
 
 void pending_frees::record_open(stream_fences& s) {
@@ -51,8 +57,9 @@ void pending_frees::record_open(stream_fences& s) {
   recorded.event.record(StreamRef(s.stream));
   recorded.holders.swap(s.open);
   s.open_bytes = 0;
+  s.open_polls = 0;
   s.in_flight.push_back(std::move(recorded));
-  fences_recorded_.fetch_add(1, std::memory_order_relaxed);
+  ++totals_.fences_recorded;
 }
 
 void pending_frees::complete_oldest(stream_fences& s, std::vector<finished_free>& done) {
@@ -61,7 +68,7 @@ void pending_frees::complete_oldest(stream_fences& s, std::vector<finished_free>
     if (--e.fences_left != 0) continue;  // another stream still uses it
     done.push_back({e.freed, e.user});
     spare_entries_.push_back(index);
-    held_count_.fetch_sub(1, std::memory_order_relaxed);
+    count_held(*e.freed, false);
   }
   s.in_flight.pop_front();  // its event goes back to the pool
 }
@@ -84,10 +91,11 @@ void pending_frees::poll(poll_mode mode, std::vector<finished_free>& done) {
   std::unique_lock lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return;
   for (stream_fences& s : streams_) {
-    if (mode == poll_mode::eager) record_open(s);
+    // Lazy polls let an open fence collect frees for as many polls as a batch has frees, so a
+    // steady stream of frees is fenced once per batch even when each fence completes at once.
+    const bool due = !s.open.empty() && ++s.open_polls >= policy_.batch_frees;
+    if (mode == poll_mode::eager || due) record_open(s);
     query(s, mode, done);
-    // The next batch starts once the fence in flight is done: one fence per round trip.
-    if (s.in_flight.empty()) record_open(s);
   }
 }
 

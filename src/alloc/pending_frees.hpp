@@ -2,10 +2,9 @@
 // block going home), held until those streams' work enqueued before the free has completed.
 //
 // Completion is tracked with fences: one pooled event per stream covers every free on that
-// stream since the previous fence. A free on a stream with no fence in flight records one at
-// once (so a lone free behaves as if it had its own event); later frees join the stream's open
-// fence, which is recorded when the fence in flight completes or when it holds
-// `fence_batch_frees` frees or `fence_batch_bytes` bytes. An event recorded after the free
+// stream since the previous fence. A free joins its stream's open fence, which is recorded once
+// it holds `batch_frees` frees or `batch_bytes` bytes, or after `batch_frees` lazy polls (the
+// allocations that poll), or at once by an eager poll. An event recorded after the free
 // covers everything enqueued before it, so sharing is safe; it may cover more work, which only
 // delays the reclaim. Fences on one stream complete in order, so a poll queries only the oldest,
 // and backs off (in polls) while it is not ready: the record and the query, the two CUDA calls
@@ -41,8 +40,8 @@ struct fence_policy {
 };
 
 enum class poll_mode {
-  /// From allocations: skips streams in back-off, records open fences only once the stream has
-  /// none in flight.
+  /// From allocations: skips streams in back-off, records an open fence once it has waited
+  /// as many polls as a batch has frees.
   lazy,
   /// From process_pending_frees() and the OOM ladder: records every open fence and queries every
   /// stream's oldest fence now.
@@ -65,8 +64,13 @@ class pending_frees {
   void drain(std::vector<finished_free>& done);
   /// Blocks held; read without the lock, so a hint for the fast path.
   [[nodiscard]] std::size_t held() const noexcept { return held_count_.load(std::memory_order_relaxed); }
-  /// Fence events recorded over the allocator's life (the number of CUDA event records).
-  [[nodiscard]] std::uint64_t fences_recorded() const noexcept;
+
+  struct totals {
+    std::size_t blocks = 0;
+    std::size_t bytes = 0;
+    std::uint64_t fences_recorded = 0;  // over the allocator's life: the CUDA event records
+  };
+  [[nodiscard]] totals held_totals() const;
 
  private:
   struct fence {
@@ -77,6 +81,7 @@ class pending_frees {
     StreamImpl* stream = nullptr;
     std::vector<std::uint32_t> open;  // holders of the fence not recorded yet
     std::size_t open_bytes = 0;
+    std::size_t open_polls = 0;  // lazy polls since the open fence got its first free
     std::deque<fence> in_flight;  // recorded, oldest first
     unsigned polls_to_skip = 0;
     unsigned backoff = 0;
@@ -93,15 +98,16 @@ class pending_frees {
   void record_open(stream_fences& s);
   void complete_oldest(stream_fences& s, std::vector<finished_free>& done);
   void query(stream_fences& s, poll_mode mode, std::vector<finished_free>& done);
+  void count_held(const block& b, bool added) noexcept;
 
   EventPool& events_;
   fence_policy policy_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::deque<stream_fences> streams_;  // few: the streams ever recorded
   std::vector<entry> entries_;
   std::vector<std::uint32_t> spare_entries_;
-  std::atomic<std::size_t> held_count_{0};
-  std::atomic<std::uint64_t> fences_recorded_{0};
+  totals totals_;                          // guarded by mutex_
+  std::atomic<std::size_t> held_count_{0};  // totals_.blocks, stored for the lock-free hint
 };
 
 }  // namespace streamsafe::detail
