@@ -117,6 +117,7 @@ block* caching_allocator_impl::grow_fixed(stream_pool& pool, pool_kind kind, std
   std::lock_guard lock(pool.mutex);
   segment* adopted = fresh.release();
   pool.adopt(adopted);
+  owners_.add(*adopted, &pool);
   return pool.take(adopted->first, rounded, pool);
 }
 
@@ -167,6 +168,7 @@ block* caching_allocator_impl::grow_expandable(stream_pool& pool, pool_kind kind
     note_reserved(0, 1);
     lock.lock();
     pool.adopt(fresh);
+    owners_.add(*fresh, &pool);
     candidate = pool.find(kind, rounded);
   }
   const bool remap = options_.growth == expandable_growth::remap;
@@ -297,6 +299,7 @@ void caching_allocator_impl::release_free_memory(stream_pool& pool) {
     }
   }
   for (segment* s : wholly_free_fixed) {
+    owners_.remove(*s);
     pool.disown(s);
     source_->deallocate(reinterpret_cast<void*>(s->address));
     note_reserved(-static_cast<std::int64_t>(s->size), -1);

@@ -23,6 +23,13 @@ struct pool_cache_entry {
   stream_pool* pool = nullptr;
 };
 thread_local pool_cache_entry last_pool;
+
+/// The pool a thread allocated from or freed into last: where its next free most likely is.
+struct pool_guess {
+  std::uint64_t token = 0;
+  stream_pool* pool = nullptr;
+};
+thread_local pool_guess guessed_pool;
 }  // namespace
 
 caching_allocator_impl::caching_allocator_impl(const Device& device, allocator_options options)
@@ -119,6 +126,7 @@ void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
   if (pending_.held() != 0 && (++allocation_tick & 3u) == 0) process_pending_frees(poll_mode::lazy);
   StreamImpl& stream_impl = stream.impl();
   stream_pool& pool = pool_for(stream_impl);
+  guessed_pool = {token_, &pool};
   const std::size_t rounded = round_request(bytes);
   const pool_kind kind = kind_for(rounded);
   block* b = nullptr;
@@ -131,62 +139,80 @@ void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
     }
   }
   if (b == nullptr) b = allocate_slow(pool, kind, rounded, bytes);
-  live_.insert(b->address, b);
   if (options_.history_capacity != 0) remember(trace_action::alloc, b->address, bytes, stream_impl.id());
   if (options_.observer != nullptr) options_.observer->on_allocate(reinterpret_cast<void*>(b->address), bytes, stream_impl.id());
   return reinterpret_cast<void*>(b->address);
 }
 
-block* caching_allocator_impl::live_block(const void* ptr, const char* call) const {
-  block* b = live_.find(reinterpret_cast<std::uintptr_t>(ptr));
-  SS_EXPECTS(b != nullptr, "caching_allocator::", call, "(", ptr,
-             "): not a live allocation of this allocator (freed already, never allocated here, or not "
-             "the pointer allocate returned)");
-  return b;
+caching_allocator_impl::locked_block caching_allocator_impl::lock_live(const void* ptr, const char* call,
+                                                                    lookup how) const {
+  const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+  const auto look = [address, how](stream_pool& pool) {
+    return how == lookup::unlist ? pool.unlist_live(address) : pool.find_live(address);
+  };
+  stream_pool* guess = guessed_pool.token == token_ ? guessed_pool.pool : nullptr;
+  if (guess != nullptr) {
+    std::unique_lock lock(guess->mutex);
+    if (block* b = look(*guess)) return {b, std::move(lock)};
+  }
+  if (stream_pool* owner = owners_.owner_of(address); owner != nullptr && owner != guess) {
+    std::unique_lock lock(owner->mutex);
+    if (block* b = look(*owner)) {
+      guessed_pool = {token_, owner};
+      return {b, std::move(lock)};
+    }
+  }
+  SS_EXPECTS(false, "caching_allocator::", call, "(", ptr, "): not a live allocation of this allocator (",
+             how == lookup::unlist ? "double free, or a foreign pointer; nothing was freed"
+                                   : "freed already, never allocated here, or not the pointer allocate returned",
+             ")");
+  return {};
 }
 
 void caching_allocator_impl::deallocate(void* ptr) {
   if (ptr == nullptr) return;
-  block* b = live_.take(reinterpret_cast<std::uintptr_t>(ptr));
-  SS_EXPECTS(b != nullptr, "caching_allocator::deallocate(", ptr,
-             "): not a live allocation of this allocator (double free, or a foreign pointer); nothing was freed");
-  stream_pool& user = *b->user;
+  auto [b, owner_lock] = lock_live(ptr, "deallocate", lookup::unlist);
   stream_pool& owner = *b->owner->owner;
+  stream_pool& user = *b->user;
+  // Told before the block can be reused, so no one hears of its next allocation first.
   const stream_id user_id = user.stream().id();
-  if (options_.observer != nullptr) options_.observer->on_free(ptr, b->size, user_id);
   if (options_.history_capacity != 0) remember(trace_action::free_requested, b->address, b->size, user_id);
+  if (options_.observer != nullptr) options_.observer->on_free(ptr, b->size, user_id);
+  if (&user == &owner && b->recorded_streams.empty()) {  // same-stream reuse: cached at once
+    note_freed(owner.stats, *b);
+    note_inactive(owner.stats, b->size);
+    owner.cache(b);
+    return;
+  }
+  free_pending(b, owner, std::move(owner_lock));
+}
 
+void caching_allocator_impl::free_pending(block* b, stream_pool& owner, std::unique_lock<spin_mutex> owner_lock) {
+  stream_pool& user = *b->user;
   // Reused by this thread's frees: the block keeps its list's capacity, and so does this copy.
   thread_local std::vector<StreamImpl*> waits_for;
-  {
+  waits_for.assign(b->recorded_streams.begin(), b->recorded_streams.end());
+  b->recorded_streams.clear();
+  b->state = block_state::pending;
+  if (&user == &owner) {
+    note_freed(owner.stats, *b);
+  } else {  // a borrowed block goes home once the borrower is done with it
+    owner_lock.unlock();
     std::lock_guard lock(user.mutex);
     note_freed(user.stats, *b);
-    if (&user == &owner && b->recorded_streams.empty()) {  // same-stream reuse: cached at once
-      note_inactive(user.stats, b->size);
-      owner.cache(b);
-      return;
-    }
-    waits_for.assign(b->recorded_streams.begin(), b->recorded_streams.end());
-    b->recorded_streams.clear();
-    if (&user == &owner) b->state = block_state::pending;
-  }
-  if (&user != &owner) {  // a borrowed block goes home once the borrower is done with it
     waits_for.push_back(&user.stream());
-    std::lock_guard lock(owner.mutex);
-    b->state = block_state::pending;
   }
+  if (owner_lock.owns_lock()) owner_lock.unlock();
   pending_.hold(b, &user, waits_for);  // last: from here on a poll may reclaim it
 }
 
 void caching_allocator_impl::record_stream(void* ptr, StreamRef stream) {
-  block* b = live_block(ptr, "record_stream");
   StreamImpl& recorded = stream.impl();
   SS_EXPECTS(&recorded.device() == &device_.impl(), "caching_allocator::record_stream(", ptr, "): stream '",
              recorded.name(), "' belongs to another device");
-  stream_pool& user = *b->user;
   {
-    std::lock_guard lock(user.mutex);
-    if (&recorded == &user.stream()) return;
+    auto [b, lock] = lock_live(ptr, "record_stream", lookup::find);
+    if (&recorded == &b->user->stream()) return;
     auto& streams = b->recorded_streams;
     if (std::find(streams.begin(), streams.end(), &recorded) != streams.end()) return;
     streams.push_back(&recorded);
@@ -228,13 +254,12 @@ void caching_allocator_impl::remember(trace_action action, std::uintptr_t addres
 }
 
 block_info caching_allocator_impl::block_of(const void* ptr) const {
-  const block* b = live_block(ptr, "block_of");
-  std::lock_guard lock(b->user->mutex);
+  const auto [b, lock] = lock_live(ptr, "block_of", lookup::find);
   return {reinterpret_cast<void*>(b->address), b->size, b->requested, b->user->stream().id()};
 }
 
 StreamRef caching_allocator_impl::allocation_stream(const void* ptr) const {
-  const block* b = live_block(ptr, "allocation_stream");
+  const auto [b, lock] = lock_live(ptr, "allocation_stream", lookup::find);
   return StreamRef(&b->user->stream());
 }
 

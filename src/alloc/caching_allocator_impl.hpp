@@ -1,6 +1,6 @@
 // The mechanics behind caching_allocator (include/streamsafe/alloc/caching_allocator.hpp).
-// Lock order: a stream_pool's mutex, then (leaf locks) stats_mutex_, history_mutex_, the memory
-// source's own lock. Two stream_pool locks are never held together; pools_mutex_ and
+// Lock order: a stream_pool's mutex, then (leaf locks) stats_mutex_, history_mutex_, owners_'
+// lock, the memory source's own lock. Two stream_pool locks are never held together; pools_mutex_ and
 // pending_frees' mutex are never held while taking a stream_pool lock.
 #pragma once
 
@@ -16,7 +16,7 @@
 #include "alloc/block.hpp"
 #include "alloc/memory_source.hpp"
 #include "alloc/pending_frees.hpp"
-#include "alloc/pointer_table.hpp"
+#include "alloc/segment_owners.hpp"
 #include "alloc/stream_pool.hpp"
 #include "streamsafe/alloc/allocator_options.hpp"
 #include "streamsafe/alloc/allocator_stats.hpp"
@@ -56,7 +56,16 @@ class caching_allocator_impl {
   [[nodiscard]] stream_pool* find_pool(stream_id id) const;
   [[nodiscard]] std::vector<stream_pool*> all_pools() const;
   [[nodiscard]] pool_kind kind_for(std::size_t rounded) const noexcept;
-  [[nodiscard]] block* live_block(const void* ptr, const char* call) const;
+  /// A live block with its segment's pool locked (block fields are guarded by that lock).
+  struct locked_block {
+    block* live = nullptr;
+    std::unique_lock<spin_mutex> lock;
+  };
+  enum class lookup { find, unlist };
+  /// The live block at `ptr`: first in the pool this thread used last (one lock, no shared
+  /// table), else in the pool owning the segment there. Throws usage_error naming `call`.
+  [[nodiscard]] locked_block lock_live(const void* ptr, const char* call, lookup how) const;
+  void free_pending(block* b, stream_pool& owner, std::unique_lock<spin_mutex> owner_lock);
 
   // Slow path.
   [[nodiscard]] block* allocate_slow(stream_pool& pool, pool_kind kind, std::size_t rounded, std::size_t requested);
@@ -100,7 +109,7 @@ class caching_allocator_impl {
   std::unordered_map<stream_id, std::unique_ptr<stream_pool>> pools_;
   std::vector<stream_pool*> pool_list_;
 
-  pointer_table live_;
+  segment_owners owners_;
 
   pending_frees pending_;
 

@@ -51,6 +51,7 @@ block* stream_pool::take(block* candidate, std::size_t bytes, stream_pool& user)
   candidate->state = block_state::live;
   candidate->user = &user;
   ++candidate->owner->live_blocks;
+  live_.insert(candidate->address, candidate);
   return candidate;
 }
 

@@ -4,11 +4,12 @@
 
 #include <array>
 #include <cstddef>
-#include <mutex>
 #include <vector>
 
+#include "alloc/address_map.hpp"
 #include "alloc/block.hpp"
 #include "alloc/free_bins.hpp"
+#include "common/spin_mutex.hpp"
 #include "streamsafe/alloc/allocator_stats.hpp"
 
 namespace streamsafe::detail {
@@ -23,7 +24,7 @@ class stream_pool {
   stream_pool(const stream_pool&) = delete;
   stream_pool& operator=(const stream_pool&) = delete;
 
-  mutable std::mutex mutex;
+  mutable spin_mutex mutex;
 
   [[nodiscard]] StreamImpl& stream() const noexcept { return *stream_; }
 
@@ -38,8 +39,13 @@ class stream_pool {
   /// grown or borrowed). nullptr when none.
   [[nodiscard]] block* find_mapped(pool_kind kind, std::size_t bytes);
   /// Takes `candidate` (from find) out of the bins, splits off what `bytes` does not need, and
-  /// marks it live for `user`.
+  /// marks it live for `user`. The live block is listed here, in its segment's pool.
   block* take(block* candidate, std::size_t bytes, stream_pool& user);
+  /// The live block at `address` in this pool's segments, unlisted (its free follows); nullptr
+  /// when there is none.
+  [[nodiscard]] block* unlist_live(std::uintptr_t address) noexcept { return live_.take(address); }
+  /// The live block at `address` in this pool's segments; nullptr when there is none.
+  [[nodiscard]] block* find_live(std::uintptr_t address) const noexcept { return live_.find(address); }
   /// Returns a live or pending block of a segment this pool owns; merges with free neighbours.
   void give_back(block* b);
   /// Returns a live block freed on its own stream, without merging it yet: the next request
@@ -76,6 +82,7 @@ class stream_pool {
   void absorb_free_right(block* b) noexcept;
 
   StreamImpl* stream_;
+  address_map live_;  // live blocks of this pool's segments, whichever stream uses them
   std::array<free_bins, 2> bins_;
   std::vector<segment*> segments_;
   block* spare_blocks_ = nullptr;  // recycled block records, linked through next_free
