@@ -73,8 +73,15 @@ pool_kind caching_allocator_impl::kind_for(std::size_t rounded) const noexcept {
 }
 
 stream_pool& caching_allocator_impl::pool_for(StreamImpl& stream) {
+  const pool_cache_entry& cached = last_pool;
+  if (cached.token == token_ && cached.stream == &stream && cached.id == stream.id()) [[likely]] {
+    return *cached.pool;
+  }
+  return pool_for_slow(stream);
+}
+
+stream_pool& caching_allocator_impl::pool_for_slow(StreamImpl& stream) {
   pool_cache_entry& cached = last_pool;
-  if (cached.token == token_ && cached.stream == &stream && cached.id == stream.id()) return *cached.pool;
   SS_EXPECTS(&stream.device() == &device_.impl(), "caching_allocator: stream '", stream.name(),
              "' belongs to another device than the allocator's (", device_.name(), ")");
   std::lock_guard lock(pools_mutex_);
@@ -227,16 +234,22 @@ void caching_allocator_impl::process_pending_frees(poll_mode mode) {
 }
 
 void caching_allocator_impl::reclaim(const std::vector<finished_free>& done) {
-  for (const finished_free& entry : done) {
-    block* b = entry.freed;
-    stream_pool& owner = *b->owner->owner;
-    if (entry.user != &owner) {
-      std::lock_guard lock(entry.user->mutex);
-      note_inactive(entry.user->stats, b->size);
+  // A fence's blocks mostly share a pool: one lock for each run of them, not one per block.
+  for (std::size_t first = 0; first < done.size();) {
+    stream_pool& owner = *done[first].freed->owner->owner;
+    stream_pool* user = done[first].user;
+    std::size_t end = first + 1;
+    while (end < done.size() && done[end].user == user && done[end].freed->owner->owner == &owner) ++end;
+    if (user != &owner) {
+      std::lock_guard lock(user->mutex);
+      for (std::size_t i = first; i < end; ++i) note_inactive(user->stats, done[i].freed->size);
     }
     std::lock_guard lock(owner.mutex);
-    if (entry.user == &owner) note_inactive(owner.stats, b->size);
-    owner.give_back(b);
+    for (std::size_t i = first; i < end; ++i) {
+      if (user == &owner) note_inactive(owner.stats, done[i].freed->size);
+      owner.give_back(done[i].freed);
+    }
+    first = end;
   }
 }
 

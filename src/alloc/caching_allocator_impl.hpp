@@ -53,6 +53,7 @@ class caching_allocator_impl {
 
  private:
   [[nodiscard]] stream_pool& pool_for(StreamImpl& stream);
+  [[nodiscard]] stream_pool& pool_for_slow(StreamImpl& stream);
   [[nodiscard]] stream_pool* find_pool(stream_id id) const;
   [[nodiscard]] std::vector<stream_pool*> all_pools() const;
   [[nodiscard]] pool_kind kind_for(std::size_t rounded) const noexcept;

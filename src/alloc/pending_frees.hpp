@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "alloc/block.hpp"
+#include "common/spin_mutex.hpp"
 #include "streamsafe/event_pool.hpp"
 
 namespace streamsafe::detail {
@@ -102,7 +103,7 @@ class pending_frees {
 
   EventPool& events_;
   fence_policy policy_;
-  mutable std::mutex mutex_;
+  mutable spin_mutex mutex_;  // held briefly, but by every record_stream'd free
   std::deque<stream_fences> streams_;  // few: the streams ever recorded
   std::vector<entry> entries_;
   std::vector<std::uint32_t> spare_entries_;
