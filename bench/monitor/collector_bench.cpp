@@ -1,8 +1,9 @@
 // Collection overhead: one multi-stream step (4 streams: an upload, two compute streams fed
-// through events, a download waiting on both), timed with collection off, always-on, full
-// tracing and sampled always-on, side by side in one process. Targets on the H200: always-on at
-// most 1% of the step time, full tracing at most 5% (docs/monitor.md). The cuda cases skip
-// without a GPU.
+// through events, a download waiting on both), timed with collection off, always-on, always-on
+// with kernels only (collector_options::always_on), full tracing, step-sampled always-on (one
+// step in 50, marked by collector::step()) and time-sampled always-on (1 ms every 100 ms, no
+// step() calls), side by side in one process. Targets on the H200: always-on at most 1% of the
+// step time, full tracing at most 5% (docs/monitor.md). The cuda cases skip without a GPU.
 //
 // Two kinds of step on cuda: fixed_work (the default: the compute kernels run a fixed number of
 // FMAs) and timer_spin (they spin on %globaltimer, as before), to see whether collection changes
@@ -11,6 +12,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -27,7 +29,7 @@ namespace {
 
 using namespace streamsafe;
 
-enum class collection { off, always_on, full_trace, sampled };
+enum class collection { off, always_on, always_on_kernels, full_trace, sampled, time_sampled };
 enum class step_work { fixed_work, timer_spin };
 
 constexpr std::size_t values = 256 * 1024;  // 1 MiB per buffer; one thread per value
@@ -42,6 +44,16 @@ constexpr unsigned spin_us = 100;           // timer_spin: each compute kernel's
 constexpr unsigned default_fma_iterations = 11000;
 // sampled: one step in this many has its ops collected.
 constexpr std::size_t sample_every_steps = 50;
+// time_sampled: collected for sample_window out of every sample_period of wall time. The same
+// 1% duty cycle as a production choice of 10 ms every 1 s, ten times faster so that one
+// repetition sees many windows: time_sampled_min_time (which overrides --benchmark_min_time)
+// gives about 1.4 s per repetition once Google Benchmark has sized it, so 14 windows. Switching
+// is then ten times as frequent as at 1 s, which overstates its cost, not understates it. A
+// window holds about 3.5 steps of 280 us, so sampled_fraction (time) and compute_us_per_step
+// are estimates; the step time is what this case measures.
+constexpr auto sample_period = std::chrono::milliseconds(100);
+constexpr auto sample_window = std::chrono::milliseconds(1);
+constexpr double time_sampled_min_time = 1.0;
 
 unsigned fma_iterations() {
   static const unsigned iterations = [] {
@@ -109,13 +121,18 @@ class pipeline_step {
 monitor::collector_options options_for(collection mode) {
   monitor::collector_options options;
   if (mode == collection::sampled) options.sample_every_steps = sample_every_steps;
+  if (mode == collection::time_sampled) {
+    options.sample_period = sample_period;
+    options.sample_window = sample_window;
+  }
+  if (mode == collection::always_on_kernels) options.always_on = monitor::always_on_ops::kernels;
   return options;
 }
 
 /// The status message's notes (sampling, diagnostic settings), which say what was measured.
 std::string notes_of(const monitor::collector& collect) {
   const auto message = collect.status_message();
-  const auto at = std::min(message.find(", sampled"), message.find(" [diagnostic"));
+  const auto at = std::min({message.find(", sampled"), message.find(", always-on"), message.find(" [diagnostic")});
   if (at == std::string::npos) return {};
   return message.substr(message.find_first_not_of(", ", at));
 }
@@ -125,7 +142,8 @@ void count_collected(benchmark::State& state, monitor::collector& collect) {
   state.counters["ops_seen"] = static_cast<double>(collect.ops_seen());
   state.counters["streams_seen"] = static_cast<double>(usage.streams.size());
   state.counters["sampled_fraction"] = usage.sampled_fraction;
-  // How long the compute kernels ran per collected step, as the collector saw them.
+  // How long the compute kernels ran per collected step, as the collector saw them (time
+  // sampled: an estimate, the steps in the windows being taken as the fraction of time in them).
   const double collected_steps = static_cast<double>(state.iterations()) * usage.sampled_fraction;
   if (!usage.devices.empty() && collected_steps > 0) {
     state.counters["compute_us_per_step"] = usage.devices.front().compute_us / collected_steps;
@@ -149,7 +167,7 @@ void run_steps(benchmark::State& state, const Device& device, step_work work, co
   for (auto _ : state) {
     step.run();
     if (!collect) continue;
-    collect->step();
+    if (mode != collection::time_sampled) collect->step();  // time sampling needs no step hook
     if (mode == collection::full_trace && ++in_window == steps_per_window) {
       state.PauseTiming();
       benchmark::DoNotOptimize(collect->stop_tracing());
@@ -182,12 +200,16 @@ void cuda_timer_spin(benchmark::State& state, collection mode) { cuda_case(state
 
 COLLECTOR_BENCH(sim_case, off);
 COLLECTOR_BENCH(sim_case, always_on);
+COLLECTOR_BENCH(sim_case, always_on_kernels);
 COLLECTOR_BENCH(sim_case, full_trace);
 COLLECTOR_BENCH(sim_case, sampled);
+COLLECTOR_BENCH(sim_case, time_sampled)->MinTime(time_sampled_min_time);
 COLLECTOR_BENCH(cuda_fixed_work, off);
 COLLECTOR_BENCH(cuda_fixed_work, always_on);
+COLLECTOR_BENCH(cuda_fixed_work, always_on_kernels);
 COLLECTOR_BENCH(cuda_fixed_work, full_trace);
 COLLECTOR_BENCH(cuda_fixed_work, sampled);
+COLLECTOR_BENCH(cuda_fixed_work, time_sampled)->MinTime(time_sampled_min_time);
 COLLECTOR_BENCH(cuda_timer_spin, off);
 COLLECTOR_BENCH(cuda_timer_spin, always_on);
 COLLECTOR_BENCH(cuda_timer_spin, full_trace);

@@ -1,10 +1,12 @@
 // The live collector on sim: what a two-stream run turns into (ops per stream, dependency edges
 // from record/wait, usage), always-on figures against the full trace of the same run, tracing
-// windows, sampled always-on, the diagnostic settings and the back-off when a device already has
+// windows, sampled always-on (by steps and by time), kernels-only always-on, the diagnostic settings and the back-off when a device already has
 // a collector. The cuda test runs on a GPU machine only.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -13,6 +15,7 @@
 #include "demo_kernels.hpp"
 #include "monitor/collect/collection_source.hpp"
 #include "monitor/collect/online_usage.hpp"
+#include "monitor/collect/sampling.hpp"
 #include "streamsafe/device.hpp"
 #include "streamsafe/event.hpp"
 #include "streamsafe/monitor/analysis.hpp"
@@ -317,6 +320,138 @@ TEST(CollectorSampling, WithoutSamplingStepsChangeNothing) {
   EXPECT_EQ(online.sampled_fraction, 1.0);
   EXPECT_EQ(collect.ops_seen(), 2 * steps);
   expect_same_usage(online, measure_usage(t));
+}
+
+/// The clock of time-based sampling, set by hand: collectors constructed while a
+/// scoped_sampling_clock lives read `now` (nanoseconds), so window boundaries fall exactly where
+/// a test puts them.
+class scoped_sampling_clock {
+ public:
+  explicit scoped_sampling_clock(std::int64_t start) {
+    now_.store(start);
+    detail::set_sampling_clock_for_testing([] { return now_.load(); });
+  }
+  ~scoped_sampling_clock() { detail::set_sampling_clock_for_testing(nullptr); }
+  scoped_sampling_clock(const scoped_sampling_clock&) = delete;
+  scoped_sampling_clock& operator=(const scoped_sampling_clock&) = delete;
+  void set(std::int64_t now) { now_.store(now); }
+
+ private:
+  static inline std::atomic<std::int64_t> now_{0};
+};
+
+constexpr std::int64_t clock_start = 1'000'000;
+
+/// Runs the workload's steps with the sampling clock at `clock_start + at(i)` for step i, each
+/// step opened by a device synchronize (the callback that sees the clock move) and never marked
+/// with step(); then moves the clock to `clock_start + end` (synchronizing again).
+template <typename At>
+void run_timed_steps(two_stream_run& workload, scoped_sampling_clock& clock, At&& at, std::int64_t end) {
+  for (std::size_t i = 0; i < steps; ++i) {
+    clock.set(clock_start + at(i));
+    workload.synchronize();
+    workload.run_step(i);
+  }
+  clock.set(clock_start + end);
+  workload.synchronize();
+}
+
+TEST(CollectorTimeSampling, CollectsWhatIsEnqueuedInsideWindowsWithoutSteps) {
+  for (auto mode : {sim_mode::threaded, sim_mode::deterministic}) {
+    SCOPED_TRACE(mode == sim_mode::threaded ? "threaded" : "deterministic");
+    scoped_sampling_clock clock(clock_start);
+    auto device = Device::sim({.mode = mode});
+    two_stream_run workload(device);
+    // Windows of 30 ns every 100 ns; steps at 5, 55, 105, ..., 255 ns: steps 0, 2 and 4 are inside.
+    collector collect(device, {.sample_period = std::chrono::nanoseconds(100), .sample_window = std::chrono::nanoseconds(30)});
+    EXPECT_NE(collect.status_message().find("sampled: 30 ns every 100 ns"), std::string::npos) << collect.status_message();
+    run_timed_steps(workload, clock, [](std::size_t i) { return 5 + 50 * static_cast<std::int64_t>(i); }, 300);
+    const auto usage = collect.usage();
+    EXPECT_EQ(collect.ops_seen(), 6u);
+    EXPECT_EQ(usage_of(usage, workload.key(workload.copy_stream())).memcpys, 3u);
+    EXPECT_EQ(usage_of(usage, workload.key(workload.compute_stream())).kernels, 3u);
+    EXPECT_DOUBLE_EQ(usage.sampled_fraction, 90.0 / 300.0);  // three windows of 30 ns in 300 ns
+    // Idle time is counted inside the windows' spans only (OnlineUsage tests the figures).
+    ASSERT_EQ(usage.devices.size(), 1u);
+    const auto& d = usage.devices.front();
+    EXPECT_GE(d.idle_us, 0);
+    EXPECT_LE(d.busy_us + d.idle_us, d.window_us() + 1e-9);
+  }
+}
+
+TEST(CollectorTimeSampling, ATracedWindowIsCollectedInFullAndItsTimeCounts) {
+  scoped_sampling_clock clock(clock_start);
+  auto device = threaded_sim();
+  two_stream_run workload(device);
+  collector collect(device, {.sample_period = std::chrono::nanoseconds(100), .sample_window = std::chrono::nanoseconds(10)});
+  // Step 0 at 5 ns is in the first window [0,10), steps 1.. at 20, 35, ..., 80 ns outside it;
+  // step 2 is traced from 35 to 50 ns.
+  trace window;
+  for (std::size_t i = 0; i < steps; ++i) {
+    clock.set(clock_start + 5 + 15 * static_cast<std::int64_t>(i));
+    workload.synchronize();
+    if (i != 2) {
+      workload.run_step(i);
+      continue;
+    }
+    window = collect.capture_window([&] {
+      workload.run_step(i);
+      clock.set(clock_start + 50);
+    });
+  }
+  clock.set(clock_start + 100);
+  const auto usage = collect.usage();
+  EXPECT_EQ(ops_on(window, workload.key(workload.compute_stream()), op_kind::kernel).size(), 1u);
+  EXPECT_EQ(usage_of(usage, workload.key(workload.compute_stream())).kernels, 2u);  // steps 0 and 2
+  EXPECT_DOUBLE_EQ(usage.sampled_fraction, (10.0 + 15.0) / 100.0);
+}
+
+TEST(CollectorTimeSampling, TakesPrecedenceOverStepSampling) {
+  scoped_sampling_clock clock(clock_start);
+  auto device = threaded_sim();
+  two_stream_run workload(device);
+  collector collect(device, {.sample_every_steps = 2,
+                             .sample_period = std::chrono::nanoseconds(100),
+                             .sample_window = std::chrono::nanoseconds(50)});
+  EXPECT_NE(collect.status_message().find("sample_every_steps ignored"), std::string::npos) << collect.status_message();
+  // Every step inside the window: step() must not switch collection off.
+  for (std::size_t i = 0; i < steps; ++i) {
+    clock.set(clock_start + static_cast<std::int64_t>(i));
+    workload.synchronize();
+    workload.run_step(i);
+    collect.step();
+  }
+  workload.synchronize();
+  EXPECT_EQ(usage_of(collect.usage(), workload.key(workload.compute_stream())).kernels, steps);
+}
+
+TEST(CollectorTimeSampling, RunsOnTheSteadyClockByDefault) {
+  auto device = threaded_sim();
+  two_stream_run workload(device);
+  // A window of half an hour: the test is over long before it closes.
+  collector collect(device, {.sample_period = std::chrono::hours(1), .sample_window = std::chrono::minutes(30)});
+  EXPECT_NE(collect.status_message().find("sampled: 1800 s every 3600 s"), std::string::npos) << collect.status_message();
+  workload.run();
+  const auto usage = collect.usage();
+  EXPECT_EQ(collect.ops_seen(), 2 * steps);
+  EXPECT_DOUBLE_EQ(usage.sampled_fraction, 1.0);
+}
+
+TEST(CollectorKernelsOnly, AlwaysOnCountsKernelsWhileTracesKeepEverything) {
+  auto device = threaded_sim();
+  two_stream_run workload(device);
+  collector collect(device, {.always_on = always_on_ops::kernels});
+  EXPECT_NE(collect.status_message().find("always-on: kernels only"), std::string::npos) << collect.status_message();
+  workload.run();
+  const auto window = collect.capture_window([&] { workload.run(); });
+  EXPECT_EQ(ops_on(window, workload.key(workload.copy_stream()), op_kind::memcpy).size(), steps);
+  const auto usage = collect.usage();
+  EXPECT_EQ(collect.ops_seen(), 2 * steps);  // the kernels of both runs
+  EXPECT_EQ(usage_of(usage, workload.key(workload.compute_stream())).kernels, 2 * steps);
+  ASSERT_EQ(usage.streams.size(), 1u);  // the copy stream ran copies only
+  ASSERT_EQ(usage.devices.size(), 1u);
+  EXPECT_EQ(usage.devices.front().copy_us, 0);
+  EXPECT_EQ(usage.sampled_fraction, 1.0);
 }
 
 /// Sets an environment variable for one scope (the collector reads its diagnostic settings at

@@ -9,9 +9,10 @@
 //
 // Two levels of cost (docs/monitor.md, "Live collection"):
 //  - always on: every op is reduced online into usage figures (busy time as a union of
-//    intervals, counts, overlap) and then dropped; usage() reads them. Sampled always-on
-//    (collector_options::sample_every_steps) collects only one window of steps in N, the steps
-//    being marked by step().
+//    intervals, counts, overlap) and then dropped; usage() reads them. Sampled always-on collects
+//    only a window of wall time in every period (collector_options::sample_period, no step hook
+//    needed) or one window of steps in N (sample_every_steps, the steps being marked by step()).
+//    collector_options::always_on = always_on_ops::kernels leaves copies and fills out.
 //  - full tracing: between start_tracing() and stop_tracing() (or inside capture_window) every
 //    op is also kept, and stop_tracing() returns the window as a trace.
 //
@@ -20,6 +21,7 @@
 // return empty results. Thread safety: all members may be called from any thread.
 #pragma once
 
+#include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <memory>
@@ -38,6 +40,15 @@ class collector_state;
 /// Whether full tracing starts with the collector or waits for start_tracing().
 enum class initial_tracing { off, on };
 
+/// Which device ops always-on collection records (traced windows record every kind).
+///  - all: kernels, copies and fills: the full usage figures.
+///  - kernels: kernels only, a production choice where copies make always-on too dear (on cuda,
+///    CUPTI's MEMCPY records are most of its always-on cost: docs/monitor.md, "Cost by kind").
+///    The trade-off: usage() has no copy or fill busy time (copy_us, the copy overlaps, memcpys
+///    and memsets are 0; a stream that only copies does not appear), and busy/idle count
+///    kernels only.
+enum class always_on_ops { all, kernels };
+
 struct collector_options {
   initial_tracing tracing = initial_tracing::off;
   /// cuda: size and number of CUPTI activity buffers allocated ahead (more are allocated if
@@ -55,6 +66,19 @@ struct collector_options {
   /// (their steps count as sampled). 0 or 1: every step (no sampling).
   std::size_t sample_every_steps = 0;
   std::size_t sample_window_steps = 1;
+  /// Time-sampled always-on, needing no step() calls: with 0 < sample_window < sample_period,
+  /// device ops are collected only while the wall time since the collector started, modulo
+  /// sample_period, is below sample_window (each period opens with a window). Windows open and
+  /// close on the collector's own callbacks (streamsafe's launch, copy, fill, record, wait and
+  /// synchronize calls on the device, and step(), usage(), start/stop_tracing()): no thread, one
+  /// clock read and one compare per callback; the switch applies from the next enqueued op. Ops
+  /// enqueued outside streamsafe (raw CUDA on cuda) are collected while the last switch left
+  /// collection on. usage_report::sampled_fraction is the fraction of wall time in windows
+  /// (traced time counts in full). Takes precedence over sample_every_steps. 0: off.
+  std::chrono::nanoseconds sample_period{0};
+  std::chrono::nanoseconds sample_window{0};
+  /// See always_on_ops.
+  always_on_ops always_on = always_on_ops::all;
 };
 
 enum class collector_status { active, inactive };
@@ -73,7 +97,7 @@ class collector {
   [[nodiscard]] std::string status_message() const;
 
   /// Ends one step (iteration) of the program and begins the next: call it once per step, after
-  /// enqueuing the step's work, on one thread. Only sampled always-on needs it (it switches
+  /// enqueuing the step's work, on one thread. Only step-sampled always-on needs it (it switches
   /// collection on and off at window boundaries); otherwise it only counts.
   void step();
 
@@ -94,7 +118,8 @@ class collector {
   /// The always-on figures since the collector started (flushes pending records first).
   /// queue depth is not tracked always-on (0); everything else matches measure_usage() over a
   /// full trace of the same run (see docs/monitor.md for the batch boundary caveat). Sampled:
-  /// the figures of the sampled steps, with sampled_fraction < 1 once an unsampled step ended.
+  /// the figures of the sampled steps, with sampled_fraction < 1 once an unsampled step ended;
+  /// time-sampled: of the sampled windows, with sampled_fraction the fraction of time in them.
   [[nodiscard]] usage_report usage();
   /// Ops reduced so far by always-on mode (sampled: of the sampled steps).
   [[nodiscard]] std::size_t ops_seen() const;

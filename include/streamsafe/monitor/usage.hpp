@@ -62,10 +62,11 @@ struct device_usage {
 struct usage_report {
   std::vector<device_usage> devices;  // by device id
   std::vector<stream_usage> streams;  // by (device, stream)
-  /// 1 unless the report is a sampling collector's (collector_options::sample_every_steps): then
-  /// the fraction of its steps whose ops were collected, and every figure covers those steps
-  /// only: counts and busy times are the sampled steps', and idle_us counts only the time inside
-  /// sampled windows (busy_us + idle_us, not window_us(), is the time measured).
+  /// 1 unless the report is a sampling collector's: then the fraction of its steps whose ops
+  /// were collected (collector_options::sample_every_steps) or of the wall time inside sampled
+  /// windows (sample_period), and every figure covers those windows only: counts and busy times
+  /// are the sampled windows', and idle_us counts only the time inside them (busy_us + idle_us,
+  /// not window_us(), is the time measured).
   double sampled_fraction = 1;
 };
 

@@ -1,8 +1,11 @@
 // The collector: a source's records go to the always-on reducer and, while tracing, to a trace
 // recorder; streamsafe's observer callbacks add stream names, dependency markers and (on sim)
-// the host's calls. With sampling, step() switches the source's collection at window boundaries.
+// the host's calls. With sampling, the source's collection is switched at window boundaries: by
+// step() (step-based), or on whichever of the collector's callbacks first sees the clock past a
+// boundary (time-based, sampling.hpp): no thread of its own.
 #include "streamsafe/monitor/collector.hpp"
 
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -12,7 +15,7 @@
 #include "monitor/collect/collection_source.hpp"
 #include "monitor/collect/diagnostic_settings.hpp"
 #include "monitor/collect/online_usage.hpp"
-#include "monitor/collect/step_sampler.hpp"
+#include "monitor/collect/sampling.hpp"
 #include "monitor/collect/trace_recorder.hpp"
 #include "streamsafe/runtime_observer.hpp"
 
@@ -26,10 +29,44 @@ std::string backoff_message(std::string_view device_name, std::string_view reaso
          "streamsafe collector) to collect.";
 }
 
-/// What the status message adds to the source's description: sampling and diagnostic settings.
+namespace {
+
+std::atomic<sampling_clock> sampling_clock_override{nullptr};
+
+/// "10 ms", "250 us", "1 s": the largest unit that divides `d` exactly.
+std::string duration_text(std::chrono::nanoseconds d) {
+  const auto ns = d.count();
+  if (ns != 0 && ns % 1'000'000'000 == 0) return std::to_string(ns / 1'000'000'000) + " s";
+  if (ns != 0 && ns % 1'000'000 == 0) return std::to_string(ns / 1'000'000) + " ms";
+  if (ns != 0 && ns % 1'000 == 0) return std::to_string(ns / 1'000) + " us";
+  return std::to_string(ns) + " ns";
+}
+
+bool time_sampling(const collector_options& options) {
+  return time_sampler(options.sample_period, options.sample_window, 0).sampling();
+}
+
+}  // namespace
+
+std::int64_t steady_clock_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+void set_sampling_clock_for_testing(sampling_clock clock) { sampling_clock_override.store(clock); }
+sampling_clock current_sampling_clock() {
+  const auto clock = sampling_clock_override.load();
+  return clock != nullptr ? clock : &steady_clock_ns;
+}
+
+/// What the status message adds to the source's description: what always-on collects, sampling
+/// and diagnostic settings.
 std::string collection_notes(const collector_options& options, const diagnostic_settings& settings) {
   std::string notes;
-  if (step_sampler(options.sample_every_steps, options.sample_window_steps).sampling()) {
+  if (options.always_on == always_on_ops::kernels) notes += ", always-on: kernels only";
+  const bool by_steps = step_sampler(options.sample_every_steps, options.sample_window_steps).sampling();
+  if (time_sampling(options)) {
+    notes += ", sampled: " + duration_text(options.sample_window) + " every " + duration_text(options.sample_period);
+    if (by_steps) notes += " (sample_every_steps ignored)";
+  } else if (by_steps) {
     notes += ", sampled: " + std::to_string(options.sample_window_steps) + " step(s) in " +
              std::to_string(options.sample_every_steps);
   }
@@ -44,7 +81,10 @@ class collector_state final : public record_sink, public RuntimeObserver {
         device_ordinal_(device.ordinal()),
         notes_(std::move(notes)),
         usage_(options.reduce_batch_ops),
-        sampler_(options.sample_every_steps, options.sample_window_steps) {}
+        kernels_only_(options.always_on == always_on_ops::kernels),
+        sampler_(options.sample_every_steps, options.sample_window_steps),
+        clock_(current_sampling_clock()),
+        timer_(options.sample_period, options.sample_window, clock_()) {}
 
   void attach_source(opened_source opened) {
     std::lock_guard lock(mutex_);
@@ -83,6 +123,7 @@ class collector_state final : public record_sink, public RuntimeObserver {
   void start_tracing() {
     std::lock_guard lock(mutex_);
     if (!source_ || recording_) return;
+    advance_timer_locked();  // the time so far was not traced
     source_->set_detail(trace_detail::full);
     recording_.emplace("live: " + device_name_);
     update_collection_locked();
@@ -91,6 +132,7 @@ class collector_state final : public record_sink, public RuntimeObserver {
     flush();
     std::lock_guard lock(mutex_);
     if (!recording_) return {};
+    advance_timer_locked();  // the time since start_tracing() was traced
     auto finished = std::move(*recording_).finish(names_, device_name_, device_ordinal_);
     recording_.reset();
     source_->set_detail(trace_detail::device_ops);
@@ -101,6 +143,7 @@ class collector_state final : public record_sink, public RuntimeObserver {
     std::lock_guard lock(mutex_);
     if (!source_) return;
     sampler_.end_step(collected_this_step_);
+    advance_timer_locked();
     update_collection_locked();
     collected_this_step_ = collecting_;
   }
@@ -109,7 +152,15 @@ class collector_state final : public record_sink, public RuntimeObserver {
     std::lock_guard lock(mutex_);
     usage_.reduce();
     auto report = usage_.report(names_);
-    if (sampler_.sampling()) report.sampled_fraction = sampler_.collected_fraction();
+    if (timer_.sampling()) {
+      if (source_) {
+        advance_timer_locked();
+        update_collection_locked();
+      }
+      report.sampled_fraction = timer_.collected_fraction();
+    } else if (sampler_.sampling()) {
+      report.sampled_fraction = sampler_.collected_fraction();
+    }
     return report;
   }
   [[nodiscard]] std::size_t ops_seen() const {
@@ -122,7 +173,7 @@ class collector_state final : public record_sink, public RuntimeObserver {
     std::lock_guard lock(mutex_);
     if (closed_) return;
     for (const auto& op : ops) {
-      usage_.add(op);
+      if (!kernels_only_ || op.kind == op_kind::kernel) usage_.add(op);
       if (recording_) recording_->add_op(op);
     }
   }
@@ -144,6 +195,7 @@ class collector_state final : public record_sink, public RuntimeObserver {
   void on_event_record(EventRef event, StreamRef stream) override {
     const double now = host_now_us();
     std::lock_guard lock(mutex_);
+    tick_locked();
     if (!recording_) return;
     recording_->note_record(event.id(), key_locked(stream), now);
     host_call_locked(call_kind::event_record, "cudaEventRecord", now);
@@ -151,6 +203,7 @@ class collector_state final : public record_sink, public RuntimeObserver {
   void on_stream_wait(StreamRef waiter, EventRef event) override {
     const double now = host_now_us();
     std::lock_guard lock(mutex_);
+    tick_locked();
     if (!recording_) return;
     recording_->note_wait(key_locked(waiter), event.id(), now);
     host_call_locked(call_kind::stream_wait_event, "cudaStreamWaitEvent", now);
@@ -176,10 +229,28 @@ class collector_state final : public record_sink, public RuntimeObserver {
     names_[key] = stream.name();
     return key;
   }
+  /// Time-based sampling, on every callback: when the clock has passed the next window boundary,
+  /// switches collection. The hot path: with time sampling one clock read and one compare
+  /// (the lock is already held); without it, one branch.
+  void tick_locked() {
+    if (!timer_.sampling() || !source_) return;
+    const auto now = clock_();
+    if (!timer_.due(now)) return;
+    timer_.advance(now, recording_.has_value());
+    update_collection_locked();
+  }
+  /// Brings time-based sampling's accounting up to now (before tracing starts or stops).
+  void advance_timer_locked() {
+    if (timer_.sampling()) timer_.advance(clock_(), recording_.has_value());
+  }
+  /// Whether the sampling in use (time-based first, else step-based) is inside a window.
+  [[nodiscard]] bool in_sampled_window_locked() const {
+    return timer_.sampling() ? timer_.in_window() : sampler_.in_window();
+  }
   /// Collects while tracing or inside a sampled window; a window that opens starts a new span
   /// of the always-on figures (ops enqueued from now on start after this instant).
   void update_collection_locked() {
-    const bool wanted = recording_.has_value() || sampler_.in_window();
+    const bool wanted = recording_.has_value() || in_sampled_window_locked();
     if (wanted == collecting_ || !source_) return;
     if (wanted) usage_.open_window(host_now_us());
     source_->set_collecting(wanted);
@@ -189,12 +260,14 @@ class collector_state final : public record_sink, public RuntimeObserver {
   void enqueued(StreamRef stream, call_kind kind, std::string_view api) {
     const double now = host_now_us();
     std::lock_guard lock(mutex_);
+    tick_locked();
     (void)key_locked(stream);
     host_call_locked(kind, api, now);
   }
   void host_call(call_kind kind, std::string_view api) {
     const double now = host_now_us();
     std::lock_guard lock(mutex_);
+    tick_locked();
     host_call_locked(kind, api, now);
   }
   /// On sim the observer is the only witness of the host's calls; on cuda CUPTI reports them.
@@ -212,7 +285,10 @@ class collector_state final : public record_sink, public RuntimeObserver {
   std::string message_;
   bool closed_ = false;
   online_usage usage_;
+  const bool kernels_only_;  // always_on_ops::kernels: other ops go to traces only
   step_sampler sampler_;
+  const sampling_clock clock_;
+  time_sampler timer_;
   bool collecting_ = true;  // what the source was last told (it starts collecting)
   bool collected_this_step_ = true;  // collecting at some time during the step in progress
   std::optional<trace_recorder> recording_;

@@ -2,7 +2,8 @@
 // serializes them), memcpy, memset, synchronization, CUDA events, runtime calls and NVTX
 // markers, into buffers allocated ahead. CUPTI's clock is replaced by the host's steady clock
 // (cuptiActivityRegisterTimestampCallback) so GPU ops and host calls share one timeline.
-// Diagnostic settings (diagnostic_settings.hpp) may narrow the device kinds or keep CUPTI's clock.
+// Diagnostic settings (diagnostic_settings.hpp) may narrow the device kinds or keep CUPTI's clock;
+// collector_options::always_on = kernels leaves MEMCPY and MEMSET to traced windows.
 // CUPTI allows one client per process: when another is attached (Nsight Systems, the PyTorch
 // profiler, a second collector) this source is refused with a message, never an exception.
 #include <cupti.h>
@@ -184,7 +185,10 @@ class cupti_source final : public collection_source {
     if (auto result = cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed); result != CUPTI_SUCCESS) {
       return refusal("cuptiActivityRegisterCallbacks", result);
     }
-    device_kinds_ = device_kinds(settings.kinds);
+    traced_device_kinds_ = device_kinds(settings.kinds);
+    auto always_on = settings.kinds;
+    if (options.always_on == always_on_ops::kernels) always_on.memcpy = always_on.memset = false;
+    device_kinds_ = device_kinds(always_on);
     for (auto kind : device_kinds_) {
       if (auto result = enabled_.enable(kind); result != CUPTI_SUCCESS) return refusal("cuptiActivityEnable", result);
     }
@@ -195,9 +199,13 @@ class cupti_source final : public collection_source {
     switch (detail) {
       case trace_detail::full:
         for (auto kind : traced_window_kinds) (void)enabled_.enable(kind);
+        for (auto kind : traced_device_kinds_) (void)enabled_.enable(kind);
         return;
       case trace_detail::device_ops:  // the collector flushed the window's records already
         for (auto kind : traced_window_kinds) enabled_.disable(kind);
+        for (auto kind : traced_device_kinds_) {
+          if (std::find(device_kinds_.begin(), device_kinds_.end(), kind) == device_kinds_.end()) enabled_.disable(kind);
+        }
         return;
     }
   }
@@ -262,6 +270,7 @@ class cupti_source final : public collection_source {
   subscription subscription_;
   enabled_kinds enabled_;
   std::vector<CUpti_ActivityKind> device_kinds_;  // enabled outside traced windows
+  std::vector<CUpti_ActivityKind> traced_device_kinds_;  // enabled inside them
   std::int64_t offset_ns_ = 0;
   std::map<std::uint32_t, std::pair<std::string, double>> open_ranges_;  // NVTX range id -> name, start
   std::mutex parse_mutex_;  // CUPTI may complete buffers on several threads
