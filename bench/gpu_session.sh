@@ -23,7 +23,8 @@ for part in $parts; do
     tests)
       # The suites with cuda variants (the others are CPU-only and bake source paths in).
       for name in runtime_semantics_test runtime_sim_scheduler_test runtime_threaded_test alloc_rules_test \
-                  alloc_soak_test alloc_thread_stress_test hazard_tracker_tests monitor_collector_tests; do
+                  alloc_soak_test alloc_thread_stress_test hazard_tracker_tests monitor_collector_tests \
+                  monitor_cupti_backoff_test; do
         t="$bin/$name"
         [ -x "$t" ] || continue
         name=$(basename "$t")
