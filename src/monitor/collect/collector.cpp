@@ -192,19 +192,21 @@ class collector_state final : public record_sink, public RuntimeObserver {
     std::lock_guard lock(mutex_);
     (void)key_locked(stream);
   }
+  // The clock is read only while tracing: always-on needs no host timestamps, and a clock read
+  // per call is a measurable share of what collection costs a launch-heavy step.
   void on_event_record(EventRef event, StreamRef stream) override {
-    const double now = host_now_us();
     std::lock_guard lock(mutex_);
     tick_locked();
     if (!recording_) return;
+    const double now = host_now_us();
     recording_->note_record(event.id(), key_locked(stream), now);
     host_call_locked(call_kind::event_record, "cudaEventRecord", now);
   }
   void on_stream_wait(StreamRef waiter, EventRef event) override {
-    const double now = host_now_us();
     std::lock_guard lock(mutex_);
     tick_locked();
     if (!recording_) return;
+    const double now = host_now_us();
     recording_->note_wait(key_locked(waiter), event.id(), now);
     host_call_locked(call_kind::stream_wait_event, "cudaStreamWaitEvent", now);
   }
@@ -258,23 +260,24 @@ class collector_state final : public record_sink, public RuntimeObserver {
     collected_this_step_ = collected_this_step_ || wanted;
   }
   void enqueued(StreamRef stream, call_kind kind, std::string_view api) {
-    const double now = host_now_us();
     std::lock_guard lock(mutex_);
     tick_locked();
     (void)key_locked(stream);
-    host_call_locked(kind, api, now);
+    host_call_locked(kind, api);
   }
   void host_call(call_kind kind, std::string_view api) {
-    const double now = host_now_us();
     std::lock_guard lock(mutex_);
     tick_locked();
-    host_call_locked(kind, api, now);
+    host_call_locked(kind, api);
   }
   /// On sim the observer is the only witness of the host's calls; on cuda CUPTI reports them.
   void host_call_locked(call_kind kind, std::string_view api, double now) {
     if (!recording_ || !source_ || source_->host_calls() != host_call_origin::observer) return;
     const auto thread = static_cast<std::int64_t>(std::hash<std::thread::id>{}(std::this_thread::get_id()));
     recording_->add_call(thread, kind, api, now, 0, -1);
+  }
+  void host_call_locked(call_kind kind, std::string_view api) {
+    if (recording_) host_call_locked(kind, api, host_now_us());
   }
 
   const std::string device_name_;
