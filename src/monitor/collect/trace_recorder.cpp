@@ -16,7 +16,7 @@ void trace_recorder::add_op(const op_record& op) {
   kept.src = op.src;
   kept.dst = op.dst;
   trace_.ops.push_back(kept);
-  enqueued_.push_back(op.enqueued_us < 0 ? op.ts_us : op.enqueued_us);
+  enqueued_.push_back(op.enqueued_us);  // < 0: unknown here, see resolve_enqueue_times
 }
 
 void trace_recorder::add_call(std::int64_t thread, call_kind kind, std::string_view name, double ts_us, double dur_us,
@@ -38,6 +38,21 @@ void trace_recorder::note_wait(stream_key waiter, event_id event, double host_us
   const auto recorded = last_record_.find(event);
   if (recorded == last_record_.end()) return;
   waits_.push_back({{waiter, host_us}, recorded->second});
+}
+
+void trace_recorder::resolve_enqueue_times() {
+  // CUPTI's device records carry no launch time, only a correlation id shared with the runtime
+  // call that enqueued them. Without the call, the op's start stands in: the host may run far
+  // ahead of the GPU, so markers would then be placed too early in their stream.
+  std::map<std::int64_t, double> call_start;
+  for (const auto& call : trace_.calls) {
+    if (call.correlation >= 0) call_start.emplace(call.correlation, call.ts_us);
+  }
+  for (std::size_t i = 0; i < enqueued_.size(); ++i) {
+    if (enqueued_[i] >= 0) continue;
+    const auto call = call_start.find(trace_.ops[i].correlation);
+    enqueued_[i] = call != call_start.end() && trace_.ops[i].correlation >= 0 ? call->second : trace_.ops[i].ts_us;
+  }
 }
 
 trace_recorder::stream_progress trace_recorder::index_progress() const {
@@ -65,6 +80,7 @@ double trace_recorder::reached_at(const marker& m, const stream_progress& progre
 void trace_recorder::materialize_dependencies() {
   const auto record_name = trace_.names.intern("Event Record");
   const auto wait_name = trace_.names.intern("Stream Wait Event");
+  resolve_enqueue_times();
   const auto progress = index_progress();
   std::vector<std::size_t> record_op(records_.size());
   for (std::size_t r = 0; r < records_.size(); ++r) {

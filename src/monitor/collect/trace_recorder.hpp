@@ -48,11 +48,12 @@ class trace_recorder {
   /// Per stream, (enqueue time, latest end of the ops enqueued by then), by enqueue time.
   using stream_progress = std::map<stream_key, std::vector<std::pair<double, double>>>;
   [[nodiscard]] stream_progress index_progress() const;
+  void resolve_enqueue_times();
   [[nodiscard]] static double reached_at(const marker& m, const stream_progress& progress);
   void materialize_dependencies();
 
   trace trace_;
-  std::vector<double> enqueued_;  // parallel to trace_.ops' work ops: host time of the launch
+  std::vector<double> enqueued_;  // parallel to trace_.ops' work ops: host time of the launch, < 0 unknown
   std::vector<marker> records_;
   std::vector<wait_marker> waits_;
   std::map<event_id, std::size_t> last_record_;  // event -> its latest record in records_
