@@ -63,12 +63,16 @@ void apply(allocator_options& options, std::string_view key, std::string_view va
     options.growth = parse_choice(key, value, "remap", expandable_growth::remap, "map_new", expandable_growth::map_new);
   } else if (key == "remap_slack_percent") {
     options.remap_slack_percent = parse_size(key, value);
+  } else if (key == "small_placement") {
+    options.small_placement =
+        parse_choice(key, value, "chunk_end", small_block_placement::chunk_end, "start", small_block_placement::start);
   } else if (key == "history") {
     options.history_capacity = parse_size(key, value);
   } else {
     SS_EXPECTS(false, "STREAMSAFE_ALLOC_CONF: unknown key '", key,
                "' (known: segments, cross_stream, small_request_limit, small_segment, large_segment, "
-               "expandable_reserve, expandable_growth, remap_slack_percent, granularity, fence_batch, "
+               "expandable_reserve, expandable_growth, remap_slack_percent, small_placement, granularity, "
+               "fence_batch, "
                "fence_batch_bytes, history)");
   }
 }

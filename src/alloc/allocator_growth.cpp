@@ -164,6 +164,7 @@ block* caching_allocator_impl::grow_expandable(stream_pool& pool, pool_kind kind
     fresh->kind = kind;
     fresh->expandable = true;
     fresh->granularity = options_.granularity;
+    fresh->place_at_chunk_end = kind == pool_kind::small && options_.small_placement == small_block_placement::chunk_end;
     fresh->chunk_mapped.assign(bytes / options_.granularity, false);
     note_reserved(0, 1);
     lock.lock();
@@ -194,12 +195,12 @@ block* caching_allocator_impl::cheapest_placement(stream_pool& pool, pool_kind k
   // still mapped (or a fully mapped block of another size class) needs fewer new chunks, and
   // fewer chunks to move. A scan of the blocks, on the growth path only.
   block* cheapest = found;
-  std::size_t cheapest_cost = unmapped_chunks(*found->owner, found->address, rounded);
+  std::size_t cheapest_cost = unmapped_chunks(*found->owner, placement(*found, rounded), rounded);
   for (segment* s : pool.segments()) {
     if (!s->expandable || s->kind != kind) continue;
     for (block* b = s->first; b != nullptr && cheapest_cost != 0; b = b->next) {
       if (b->state != block_state::free || b->size < rounded) continue;
-      if (const std::size_t cost = unmapped_chunks(*s, b->address, rounded); cost < cheapest_cost) {
+      if (const std::size_t cost = unmapped_chunks(*s, placement(*b, rounded), rounded); cost < cheapest_cost) {
         cheapest = b;
         cheapest_cost = cost;
       }

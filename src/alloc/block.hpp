@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "alloc/size_classes.hpp"
 #include "streamsafe/stream.hpp"
 
 namespace streamsafe::detail {
@@ -52,16 +53,32 @@ struct segment {
   std::size_t granularity = 0;    // expandable only
   std::vector<bool> chunk_mapped;  // expandable only: one entry per granule
   std::size_t chunks_touched = 0;  // expandable only: no chunk at or above this was ever mapped
+  bool place_at_chunk_end = false;  // expandable small pool with small_placement:chunk_end
 };
 
-/// Whether the first `bytes` of free block `b` are backed by physical memory, so they can be
-/// handed out without mapping. A merged free block may be partly mapped (mapped is then false):
-/// the chunk map says whether the part a request needs is.
-[[nodiscard]] inline bool prefix_mapped(const block& b, std::size_t bytes) noexcept {
+/// Where a request of `bytes` goes inside free block `b`: at its start, except in a segment that
+/// places at chunk ends, where the request ends on the first chunk boundary past
+/// `b.address + bytes` when `b` reaches it. It then touches the same chunks as at the start (or
+/// one fewer), but the rest of `b` begins on a chunk boundary, so the rest's whole free chunks can
+/// be unmapped or moved, and the space left before the request, in a chunk that a live neighbour
+/// holds already, takes later small requests.
+[[nodiscard]] inline std::uintptr_t placement(const block& b, std::size_t bytes) noexcept {
+  // An exact fit (the fast path's reuse) has nowhere else to go: no division for it.
+  if (!b.owner->place_at_chunk_end || b.size == bytes) return b.address;
+  const segment& s = *b.owner;
+  const std::uintptr_t chunk_end = s.address + round_up(b.address + bytes - s.address, s.granularity);
+  return chunk_end <= b.address + b.size ? chunk_end - bytes : b.address;
+}
+
+/// Whether the `bytes` of free block `b` that a request would take (see placement) are backed by
+/// physical memory, so they can be handed out without mapping. A merged free block may be partly
+/// mapped (mapped is then false): the chunk map says whether the part a request needs is.
+[[nodiscard]] inline bool placement_mapped(const block& b, std::size_t bytes) noexcept {
   if (b.mapped) return true;
   const segment& s = *b.owner;
-  const std::size_t first = (b.address - s.address) / s.granularity;
-  const std::size_t last = (b.address + bytes - 1 - s.address) / s.granularity;
+  const std::uintptr_t at = placement(b, bytes);
+  const std::size_t first = (at - s.address) / s.granularity;
+  const std::size_t last = (at + bytes - 1 - s.address) / s.granularity;
   for (std::size_t chunk = first; chunk <= last; ++chunk) {
     if (!s.chunk_mapped[chunk]) return false;
   }

@@ -139,7 +139,7 @@ void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
   block* b = nullptr;
   {
     std::lock_guard lock(pool.mutex);
-    if (block* candidate = pool.find_close_fit(kind, rounded); candidate != nullptr && prefix_mapped(*candidate, rounded)) {
+    if (block* candidate = pool.find_close_fit(kind, rounded); candidate != nullptr && placement_mapped(*candidate, rounded)) {
       b = pool.take(candidate, rounded, pool);
       b->requested = bytes;
       note_allocated(pool.stats, *b, bytes);

@@ -44,8 +44,16 @@ void stream_pool::split(block* b, std::size_t bytes) {
 }
 
 block* stream_pool::take(block* candidate, std::size_t bytes, stream_pool& user) {
-  const bool backed = prefix_mapped(*candidate, bytes);
-  bins_[index(candidate->owner->kind)].remove(candidate);
+  const bool backed = placement_mapped(*candidate, bytes);
+  const std::uintptr_t at = placement(*candidate, bytes);
+  free_bins& bins = bins_[index(candidate->owner->kind)];
+  bins.remove(candidate);
+  if (at != candidate->address) {  // the head stays free, the request starts the rest
+    split(candidate, at - candidate->address);
+    bins.insert(candidate);
+    candidate = candidate->next;
+    bins.remove(candidate);
+  }
   split(candidate, bytes);
   candidate->mapped = backed;  // the part handed out, not the rest
   candidate->state = block_state::live;
@@ -127,7 +135,7 @@ block* stream_pool::find_close_fit(pool_kind kind, std::size_t bytes) {
 }
 
 block* stream_pool::find_mapped(pool_kind kind, std::size_t bytes) {
-  const auto usable = [bytes](const block* b) { return b != nullptr && prefix_mapped(*b, bytes); };
+  const auto usable = [bytes](const block* b) { return b != nullptr && placement_mapped(*b, bytes); };
   if (block* b = find(kind, bytes); usable(b)) return b;
   if (deferred_merges_.empty()) return nullptr;
   merge_deferred();

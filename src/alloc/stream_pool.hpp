@@ -34,12 +34,12 @@ class stream_pool {
   /// 1/32 of `bytes`) is taken only after the deferred merges are done, so that deferring them
   /// never changes where a request is placed (fragmentation stays that of merging at once).
   [[nodiscard]] block* find_close_fit(pool_kind kind, std::size_t bytes);
-  /// A free block whose first `bytes` are mapped, not removed; when find has none, merges the
+  /// A free block whose `bytes` a request would take (see placement) are mapped, not removed; when find has none, merges the
   /// blocks whose merge was deferred and looks again (the slow path's search, before memory is
   /// grown or borrowed). nullptr when none.
   [[nodiscard]] block* find_mapped(pool_kind kind, std::size_t bytes);
-  /// Takes `candidate` (from find) out of the bins, splits off what `bytes` does not need, and
-  /// marks it live for `user`. The live block is listed here, in its segment's pool.
+  /// Takes `candidate` (from find) out of the bins, places `bytes` in it (see placement), splits
+  /// off what they do not need, and marks them live for `user`. The live block is listed here, in its segment's pool.
   block* take(block* candidate, std::size_t bytes, stream_pool& user);
   /// The live block at `address` in this pool's segments, unlisted (its free follows); nullptr
   /// when there is none.

@@ -240,6 +240,24 @@ TEST_F(AllocatorTest, RemapGrowthMovesFreeChunksInsteadOfMappingMore) {
   EXPECT_EQ(reserved_after_outgrowing_a_hole(device, a, slack), static_cast<std::int64_t>(24 * mib));
 }
 
+TEST_F(AllocatorTest, SmallRequestsEndOnAChunkBoundaryWithChunkEndPlacement) {
+  // In a fresh small range, the first request ends on the first chunk boundary, so the rest of
+  // the range starts on one; the next request goes into the chunk's space before it.
+  const auto first_two = [&](small_block_placement placement) {
+    caching_allocator alloc(device, allocator_options{.segments = segment_kind::expandable,
+                                                      .small_placement = placement});
+    const auto first = reinterpret_cast<std::uintptr_t>(alloc.allocate(512 * kib, a));
+    const auto second = reinterpret_cast<std::uintptr_t>(alloc.allocate(512 * kib, a));
+    alloc.deallocate(reinterpret_cast<void*>(first));
+    alloc.deallocate(reinterpret_cast<void*>(second));
+    return std::pair{first, second};
+  };
+  const auto [chunk_end_first, chunk_end_second] = first_two(small_block_placement::chunk_end);
+  EXPECT_EQ(chunk_end_first + 512 * kib, chunk_end_second + 2 * mib);  // both in the first chunk
+  const auto [start_first, start_second] = first_two(small_block_placement::start);
+  EXPECT_EQ(start_second, start_first + 512 * kib);
+}
+
 TEST_F(AllocatorTest, StatsEqualARecount) {
   caching_allocator alloc(device, allocator_options{});
   std::vector<void*> live;
@@ -287,7 +305,8 @@ TEST_F(AllocatorTest, HistoryIsAReplayableTrace) {
 TEST(AllocConf, ParsesEveryKey) {
   const allocator_options o = parse_alloc_conf(
       "segments:fixed, cross_stream:never,small_request_limit:512KiB,small_segment:4MiB,large_segment:32MiB,"
-      "expandable_reserve:1GiB,granularity:2MiB,history:100,expandable_growth:map_new,remap_slack_percent:5");
+      "expandable_reserve:1GiB,granularity:2MiB,history:100,expandable_growth:map_new,remap_slack_percent:5,"
+      "small_placement:start");
   EXPECT_EQ(o.segments, segment_kind::fixed);
   EXPECT_EQ(o.reuse, cross_stream_reuse::never);
   EXPECT_EQ(o.small_request_limit, 512 * kib);
@@ -297,12 +316,14 @@ TEST(AllocConf, ParsesEveryKey) {
   EXPECT_EQ(o.history_capacity, 100u);
   EXPECT_EQ(o.growth, expandable_growth::map_new);
   EXPECT_EQ(o.remap_slack_percent, 5u);
+  EXPECT_EQ(o.small_placement, small_block_placement::start);
 }
 
 TEST(AllocConf, RejectsUnknownKeysAndBadValues) {
   EXPECT_THROW((void)parse_alloc_conf("colour:blue"), usage_error);
   EXPECT_THROW((void)parse_alloc_conf("segments:maybe"), usage_error);
   EXPECT_THROW((void)parse_alloc_conf("expandable_growth:sometimes"), usage_error);
+  EXPECT_THROW((void)parse_alloc_conf("small_placement:middle"), usage_error);
   EXPECT_THROW((void)parse_alloc_conf("history:lots"), usage_error);
   EXPECT_THROW((void)parse_alloc_conf("granularity"), usage_error);
 }

@@ -33,6 +33,17 @@ enum class expandable_growth {
   map_new,
 };
 
+/// Where a small-pool request goes inside a larger free block of an expandable segment.
+enum class small_block_placement {
+  /// So that it ends on the first chunk boundary past the block's start plus the request (when
+  /// the block reaches it): it touches the same chunks as at the start, but the rest of the free
+  /// block then begins on a chunk boundary, so its whole chunks can be unmapped or moved (remap)
+  /// instead of one of them staying mapped for a few free bytes.
+  chunk_end,
+  /// At the start of the free block (the behaviour before chunk_end).
+  start,
+};
+
 /// Whether a stream may take memory cached by another stream.
 enum class cross_stream_reuse {
   /// When a stream's own cache cannot serve a request and the device has no more memory to
@@ -65,6 +76,8 @@ struct allocator_options {
   std::size_t remap_slack_percent = 2;
   /// Mapping granularity of expandable segments (2 MiB is what CUDA offers on the H200).
   std::size_t granularity = std::size_t{2} << 20;
+  /// Where small requests go inside larger free blocks of expandable segments.
+  small_block_placement small_placement = small_block_placement::chunk_end;
   /// record_stream'd frees on one stream share a fence event (docs/allocator.md, "Fences"): the
   /// open fence is recorded once it holds this many frees ...
   std::size_t fence_batch_frees = 32;
