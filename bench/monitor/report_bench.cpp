@@ -3,6 +3,10 @@
 // call with a correlation id for every GPU op, CPU ops the reader must skip, and step markers.
 #include <benchmark/benchmark.h>
 
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
 #include <sstream>
 #include <string>
 
@@ -55,18 +59,60 @@ void read_only(benchmark::State& state) {
   state.counters["MB"] = static_cast<double>(json.size()) / 1e6;
 }
 
+/// The large trace written to a file once, removed at exit: what `streamsafe report FILE` reads.
+class trace_file {
+ public:
+  trace_file() : path_(std::filesystem::temp_directory_path() / "streamsafe_report_bench.json") {
+    std::ofstream(path_, std::ios::binary) << large_trace();
+  }
+  ~trace_file() { std::filesystem::remove(path_); }
+  trace_file(const trace_file&) = delete;
+  trace_file& operator=(const trace_file&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void read_and_analyze_once(const std::string& json) {
+  const auto t = streamsafe::monitor::parse_trace(json);
+  benchmark::DoNotOptimize(streamsafe::monitor::analyze(t));
+}
+
+/// Steady state: the reader's parser (one per thread) keeps its buffers from the last trace, as
+/// when `report` reads one file per rank.
 void read_and_analyze(benchmark::State& state) {
   const std::string& json = large_trace();
-  for (auto _ : state) {
-    const auto t = streamsafe::monitor::parse_trace(json);
-    benchmark::DoNotOptimize(streamsafe::monitor::analyze(t));
-  }
+  for (auto _ : state) read_and_analyze_once(json);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * json.size()));
   state.counters["MB"] = static_cast<double>(json.size()) / 1e6;
+}
+
+/// The first trace of a process: each iteration on a new thread, so the parser allocates its
+/// buffers (and takes their page faults) every time, as `report` on a single file does.
+void read_and_analyze_first(benchmark::State& state) {
+  const std::string& json = large_trace();
+  for (auto _ : state) std::thread([&json] { read_and_analyze_once(json); }).join();
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * json.size()));
+  state.counters["MB"] = static_cast<double>(json.size()) / 1e6;
+}
+
+/// `streamsafe report FILE` on one file, first trace of the process: the file read (from the page
+/// cache), parse and analysis, on a new thread each time.
+void report_file_first(benchmark::State& state) {
+  static const trace_file file;
+  for (auto _ : state) {
+    std::thread([] { benchmark::DoNotOptimize(streamsafe::monitor::analyze(streamsafe::monitor::read_trace(file.path()))); })
+        .join();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * large_trace().size()));
+  state.counters["MB"] = static_cast<double>(large_trace().size()) / 1e6;
 }
 
 }  // namespace
 
 BENCHMARK(read_only)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
 BENCHMARK(read_and_analyze)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+BENCHMARK(read_and_analyze_first)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+BENCHMARK(report_file_first)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
 BENCHMARK_MAIN();

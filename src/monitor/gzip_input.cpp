@@ -59,15 +59,21 @@ std::string gunzip(std::string_view compressed, const std::string& source) {
   return out;
 }
 
-std::string load_maybe_gzipped(const std::filesystem::path& file) {
+std::string load_maybe_gzipped(const std::filesystem::path& file, std::size_t spare_capacity) {
   std::ifstream in(file, std::ios::binary | std::ios::ate);
   if (!in) throw error(file.string() + ": cannot open for reading");
-  std::string bytes(static_cast<std::size_t>(in.tellg()), '\0');
+  const auto size = static_cast<std::size_t>(in.tellg());
+  std::string bytes;
+  bytes.reserve(size + spare_capacity);
+  bytes.resize(size);
   in.seekg(0);
   if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
     throw error(file.string() + ": read failed");
   }
-  return looks_gzipped(bytes) ? gunzip(bytes, file.string()) : bytes;
+  if (!looks_gzipped(bytes)) return bytes;
+  std::string plain = gunzip(bytes, file.string());
+  plain.reserve(plain.size() + spare_capacity);
+  return plain;
 }
 
 }  // namespace streamsafe::monitor::detail

@@ -14,7 +14,9 @@ namespace streamsafe::monitor::detail {
 /// on corrupt input.
 [[nodiscard]] std::string gunzip(std::string_view compressed, const std::string& source);
 
-/// The file's bytes, decompressed when they are gzip'd; throws streamsafe::error when unreadable.
-[[nodiscard]] std::string load_maybe_gzipped(const std::filesystem::path& file);
+/// The file's bytes, decompressed when they are gzip'd, with at least `spare_capacity` bytes of
+/// capacity beyond them (a parser's padding, so it need not copy); throws streamsafe::error when
+/// unreadable.
+[[nodiscard]] std::string load_maybe_gzipped(const std::filesystem::path& file, std::size_t spare_capacity = 0);
 
 }  // namespace streamsafe::monitor::detail

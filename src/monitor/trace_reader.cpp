@@ -104,11 +104,23 @@ class reader {
  public:
   explicit reader(std::string source) { result_.source = std::move(source); }
 
-  trace parse(std::string_view json) {
-    simdjson::padded_string padded(json);
+  /// `capacity`: the bytes readable from json.data(); with simdjson's padding to spare the JSON
+  /// is parsed where it lies, otherwise from a padded copy.
+  trace parse(std::string_view json, std::size_t capacity) {
+    if (capacity >= json.size() + simdjson::SIMDJSON_PADDING) {
+      return parse(simdjson::padded_string_view(json.data(), json.size(), capacity), json);
+    }
+    const simdjson::padded_string copy(json);
+    return parse(simdjson::padded_string_view(copy), json);
+  }
+
+ private:
+  trace parse(simdjson::padded_string_view padded, std::string_view json) {
     base_ = padded.data();
     try {
-      od::parser parser;
+      // Reused: a parser keeps its index buffers (as large as the input), so a second trace of
+      // similar size costs no allocation and no page faults for them (simdjson's advice).
+      thread_local od::parser parser;
       od::document doc = parser.iterate(padded);
       read_root(doc);
     } catch (const simdjson::simdjson_error& e) {
@@ -118,7 +130,6 @@ class reader {
     return std::move(result_);
   }
 
- private:
   void read_root(od::document& doc) {
     if (doc.type() == od::json_type::array) {
       read_events(doc.get_array());
@@ -319,11 +330,13 @@ class reader {
 
 }  // namespace
 
-trace parse_trace(std::string_view json, std::string source) { return reader(std::move(source)).parse(json); }
+trace parse_trace(std::string_view json, std::string source) {
+  return reader(std::move(source)).parse(json, json.size());
+}
 
 trace read_trace(const std::filesystem::path& file) {
-  const std::string json = detail::load_maybe_gzipped(file);
-  return parse_trace(json, file.string());
+  const std::string json = detail::load_maybe_gzipped(file, simdjson::SIMDJSON_PADDING);
+  return reader(file.string()).parse(json, json.capacity());
 }
 
 }  // namespace streamsafe::monitor

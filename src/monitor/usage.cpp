@@ -2,7 +2,7 @@
 #include "streamsafe/monitor/usage.hpp"
 
 #include <algorithm>
-#include <cctype>
+#include <cstdint>
 #include <numeric>
 
 #include "monitor/intervals.hpp"
@@ -24,17 +24,35 @@ bool is_work(op_kind kind) {
 }
 
 namespace {
+/// ASCII case folding: kernel names are ASCII, and std::tolower's locale lookup per character
+/// was a measurable share of `report` on large traces.
+char folded(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c | 0x20) : c; }
+
 bool mentions_nccl(std::string_view name) {
   for (std::size_t i = 0; i + 4 <= name.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(name[i])) == 'n' &&
-        std::tolower(static_cast<unsigned char>(name[i + 1])) == 'c' &&
-        std::tolower(static_cast<unsigned char>(name[i + 2])) == 'c' &&
-        std::tolower(static_cast<unsigned char>(name[i + 3])) == 'l') {
+    if (folded(name[i]) == 'n' && folded(name[i + 1]) == 'c' && folded(name[i + 2]) == 'c' && folded(name[i + 3]) == 'l') {
       return true;
     }
   }
   return false;
 }
+
+/// classify_engine with each kernel name looked at once: a trace has far fewer names than ops.
+class engine_classifier {
+ public:
+  explicit engine_classifier(const trace& t) : t_(t), communication_(t.names.size(), unknown) {}
+  engine_class operator()(const gpu_op& op) {
+    if (op.kind != op_kind::kernel || op.name >= communication_.size()) return classify_engine(t_, op);
+    auto& known = communication_[op.name];
+    if (known == unknown) known = mentions_nccl(t_.name_of(op)) ? 1 : 0;
+    return known == 1 ? engine_class::communication : engine_class::compute;
+  }
+
+ private:
+  static constexpr std::int8_t unknown = -1;
+  const trace& t_;
+  std::vector<std::int8_t> communication_;  // by name id
+};
 }  // namespace
 
 engine_class classify_engine(const trace& t, const gpu_op& op) {
@@ -124,9 +142,10 @@ std::size_t max_concurrency(const std::vector<const stream_timeline*>& streams) 
 
 void measure_engines(const trace& t, const std::vector<std::size_t>& device_ops, device_usage& d) {
   std::vector<interval> compute, copy, communication;
+  engine_classifier engine_of(t);
   for (std::size_t i : device_ops) {
     const gpu_op& op = t.ops[i];
-    switch (classify_engine(t, op)) {
+    switch (engine_of(op)) {
       case engine_class::compute: compute.push_back({op.ts_us, op.end_us()}); break;
       case engine_class::copy: copy.push_back({op.ts_us, op.end_us()}); break;
       case engine_class::communication: communication.push_back({op.ts_us, op.end_us()}); break;
