@@ -9,7 +9,9 @@
 //
 // Errors: a malformed file throws streamsafe::parse_error whose what() names the source and the
 // byte offset (into the decompressed JSON) and whose offset() holds it; an unreadable file throws
-// streamsafe::error. The reader keeps no state between calls and is safe to call from many threads.
+// streamsafe::error. Safe to call from many threads. Each thread keeps its JSON parser's index
+// buffers (about the size of the largest trace it read) for the next call: a second trace of
+// similar size is parsed without allocating them again.
 #pragma once
 
 #include <filesystem>
