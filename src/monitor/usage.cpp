@@ -123,15 +123,35 @@ stream_timeline measure_stream(const trace& t, const stream_key& key, const std:
   return timeline;
 }
 
+/// Merges adjacent sorted runs (starting at `run_starts`) of `steps` pairwise until one is left:
+/// O(n log runs), where sorting all of them would be O(n log n).
+void merge_sorted_runs(std::vector<std::pair<double, int>>& steps, std::vector<std::size_t> run_starts) {
+  while (run_starts.size() > 1) {
+    std::vector<std::size_t> merged;
+    for (std::size_t r = 0; r < run_starts.size(); r += 2) {
+      merged.push_back(run_starts[r]);
+      if (r + 1 == run_starts.size()) break;
+      const std::size_t end = r + 2 < run_starts.size() ? run_starts[r + 2] : steps.size();
+      const auto base = steps.begin();
+      std::inplace_merge(base + static_cast<std::ptrdiff_t>(run_starts[r]), base + static_cast<std::ptrdiff_t>(run_starts[r + 1]),
+                         base + static_cast<std::ptrdiff_t>(end));
+    }
+    run_starts.swap(merged);
+  }
+}
+
 std::size_t max_concurrency(const std::vector<const stream_timeline*>& streams) {
+  // Each stream's busy intervals are merged and in order, so its steps are a sorted run.
   std::vector<std::pair<double, int>> steps;
+  std::vector<std::size_t> run_starts;
   for (const auto* s : streams) {
+    run_starts.push_back(steps.size());
     for (const auto& i : s->busy) {
       steps.emplace_back(i.begin, +1);
       steps.emplace_back(i.end, -1);
     }
   }
-  std::sort(steps.begin(), steps.end());  // ends before starts at equal times: touching is not overlap
+  merge_sorted_runs(steps, std::move(run_starts));  // ends before starts at equal times: touching is not overlap
   int depth = 0, most = 0;
   for (auto [time, delta] : steps) {
     depth += delta;
