@@ -85,7 +85,8 @@ class StreamRef {
 
 /// An owning stream (non-blocking with respect to the legacy default stream on cuda).
 /// Destroying it does not cancel queued work: the work still runs, as with cudaStreamDestroy
-/// (on sim the destructor waits for it).
+/// (on sim the destructor waits for it). A caching allocator that served or recorded the stream
+/// keeps the underlying stream until the allocator goes, so its pending frees stay safe.
 class Stream : public StreamRef {
  public:
   explicit Stream(const Device& device, stream_options options = {});
@@ -97,7 +98,7 @@ class Stream : public StreamRef {
 
  private:
   void release() noexcept;  // destroys the owned stream, telling the device's observers
-  std::unique_ptr<detail::StreamImpl> owned_;
+  std::shared_ptr<detail::StreamImpl> owned_;  // shared with layers that outlive the handle
 };
 
 }  // namespace streamsafe

@@ -87,11 +87,19 @@ stream_pool& caching_allocator_impl::pool_for_slow(StreamImpl& stream) {
   std::lock_guard lock(pools_mutex_);
   auto& slot = pools_[stream.id()];
   if (!slot) {
+    retain(stream);
     slot = std::make_unique<stream_pool>(stream);
     pool_list_.push_back(slot.get());
   }
   cached = pool_cache_entry{token_, &stream, stream.id(), slot.get()};
   return *slot;
+}
+
+void caching_allocator_impl::retain(StreamImpl& stream) {
+  std::shared_ptr<StreamImpl> share = stream.weak_from_this().lock();
+  if (!share) return;  // not owned by a handle (a default stream): lives as long as the device
+  std::lock_guard lock(retained_mutex_);
+  retained_.try_emplace(stream.id(), std::move(share));
 }
 
 stream_pool* caching_allocator_impl::find_pool(stream_id id) const {
@@ -217,6 +225,11 @@ void caching_allocator_impl::record_stream(void* ptr, StreamRef stream) {
   StreamImpl& recorded = stream.impl();
   SS_EXPECTS(&recorded.device() == &device_.impl(), "caching_allocator::record_stream(", ptr, "): stream '",
              recorded.name(), "' belongs to another device");
+  thread_local pool_cache_entry last_recorded;  // the stream this thread recorded last is retained
+  if (last_recorded.token != token_ || last_recorded.id != recorded.id()) {
+    retain(recorded);
+    last_recorded = {token_, &recorded, recorded.id(), nullptr};
+  }
   {
     auto [b, lock] = lock_live(ptr, "record_stream", lookup::find);
     if (&recorded == &b->user->stream()) return;

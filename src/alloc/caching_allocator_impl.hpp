@@ -54,6 +54,9 @@ class caching_allocator_impl {
  private:
   [[nodiscard]] stream_pool& pool_for(StreamImpl& stream);
   [[nodiscard]] stream_pool& pool_for_slow(StreamImpl& stream);
+  /// Keeps `stream` alive while the allocator lives: pools and pending frees use their streams
+  /// after the user's handles may be gone.
+  void retain(StreamImpl& stream);
   [[nodiscard]] stream_pool* find_pool(stream_id id) const;
   [[nodiscard]] std::vector<stream_pool*> all_pools() const;
   [[nodiscard]] pool_kind kind_for(std::size_t rounded) const noexcept;
@@ -100,6 +103,8 @@ class caching_allocator_impl {
   void remember(trace_action action, std::uintptr_t address, std::size_t bytes, stream_id stream);
 
   Device device_;
+  std::mutex retained_mutex_;
+  std::unordered_map<stream_id, std::shared_ptr<StreamImpl>> retained_;  // destroyed after the pools
   allocator_options options_;
   std::unique_ptr<memory_source> source_;
   bool expandable_;

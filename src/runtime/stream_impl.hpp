@@ -14,7 +14,11 @@ namespace streamsafe::detail {
 class DeviceImpl;
 class EventImpl;
 
-class StreamImpl {
+// Shared: a Stream handle owns its impl, and layers that must use a stream after its handle is
+// gone (the caching allocator records events on and synchronizes the streams it served) keep a
+// share through shared_from_this. Impls not owned that way (a device's default stream) give an
+// empty weak_from_this and live as long as their device.
+class StreamImpl : public std::enable_shared_from_this<StreamImpl> {
  public:
   StreamImpl(std::shared_ptr<DeviceImpl> device, const stream_options& options);
   virtual ~StreamImpl() = default;

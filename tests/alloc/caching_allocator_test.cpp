@@ -160,6 +160,28 @@ TEST(RecordStream, FreesOnABusyStreamShareFencesAndNoneIsReusedEarly) {
   alloc.deallocate(fresh);
 }
 
+TEST(AllocatorStreams, AStreamMayBeDestroyedBeforeTheAllocator) {
+  Device device = Device::sim(sim_options{.memory_capacity = 64 * mib, .mode = sim_mode::threaded});
+  caching_allocator alloc(device, allocator_options{});
+  void* outlives_its_stream = nullptr;
+  {
+    Stream allocating(device);
+    Stream reader(device);
+    void* held = alloc.allocate(4 * kib, allocating);
+    outlives_its_stream = alloc.allocate(8 * kib, allocating);
+    alloc.record_stream(held, reader);
+    alloc.deallocate(held);  // pending on `reader`, whose handle goes next
+  }
+  // The allocator kept both streams: freeing, polling and releasing use them (ASan in CI).
+  alloc.deallocate(outlives_its_stream);
+  alloc.process_pending_frees();
+  alloc.empty_cache();
+  const allocator_stats s = alloc.stats();
+  EXPECT_EQ(s.pending_free_blocks, 0);
+  EXPECT_EQ(s.allocated_bytes.current, 0);
+  EXPECT_EQ(s.reserved_bytes.current, 0);
+}
+
 TEST_F(AllocatorTest, RecordingTheAllocationStreamChangesNothing) {
   caching_allocator alloc(device, allocator_options{});
   void* p = alloc.allocate(4 * kib, a);

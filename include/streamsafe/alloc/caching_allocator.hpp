@@ -42,8 +42,9 @@ struct block_info {
   stream_id stream{};         ///< allocation stream
 };
 
-/// Streams used with the allocator must outlive it (as with PyTorch's stream pool): it records
-/// events on them and synchronizes them when it releases memory.
+/// Streams. The allocator records events on and synchronizes the streams it served or that were
+/// recorded with record_stream, so it keeps each of them (not the handle: the underlying stream)
+/// until it is destroyed: a Stream may be destroyed before the allocator.
 class caching_allocator {
  public:
   explicit caching_allocator(const Device& device, allocator_options options = alloc_options_from_env());
