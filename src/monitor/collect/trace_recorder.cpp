@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "monitor/trace_index.hpp"
+
 namespace streamsafe::monitor::detail {
 
 void trace_recorder::add_op(const op_record& op) {
@@ -44,14 +46,11 @@ void trace_recorder::resolve_enqueue_times() {
   // CUPTI's device records carry no launch time, only a correlation id shared with the runtime
   // call that enqueued them. Without the call, the op's start stands in: the host may run far
   // ahead of the GPU, so markers would then be placed too early in their stream.
-  std::map<std::int64_t, double> call_start;
-  for (const auto& call : trace_.calls) {
-    if (call.correlation >= 0) call_start.emplace(call.correlation, call.ts_us);
-  }
+  const launch_lookup launches(trace_);
   for (std::size_t i = 0; i < enqueued_.size(); ++i) {
     if (enqueued_[i] >= 0) continue;
-    const auto call = call_start.find(trace_.ops[i].correlation);
-    enqueued_[i] = call != call_start.end() && trace_.ops[i].correlation >= 0 ? call->second : trace_.ops[i].ts_us;
+    const runtime_call* launch = launches.launch_of(trace_.ops[i]);
+    enqueued_[i] = launch != nullptr ? launch->ts_us : trace_.ops[i].ts_us;
   }
 }
 
