@@ -123,16 +123,6 @@ block* caching_allocator_impl::grow_fixed(stream_pool& pool, pool_kind kind, std
 
 namespace {
 
-/// The chunks of `s` that [address, address + bytes) touches and that are not mapped: what
-/// placing a block there costs in new physical memory.
-std::size_t unmapped_chunks(const segment& s, std::uintptr_t address, std::size_t bytes) noexcept {
-  const std::size_t first = (address - s.address) / s.granularity;
-  const std::size_t last = (address + bytes - 1 - s.address) / s.granularity;
-  std::size_t missing = 0;
-  for (std::size_t chunk = first; chunk <= last; ++chunk) missing += s.chunk_mapped[chunk] ? 0 : 1;
-  return missing;
-}
-
 /// Calls visit(free block, chunk index) for each mapped chunk of `s` that lies wholly inside a
 /// free block (the chunks that can be unmapped), in address order, while visit returns true.
 template <typename Visit>
@@ -244,9 +234,8 @@ void caching_allocator_impl::unmap_free_chunks(stream_pool& pool, std::size_t ch
 
 void caching_allocator_impl::map_block(block* b) {
   segment& s = *b->owner;
-  const std::size_t first = (b->address - s.address) / s.granularity;
-  const std::size_t last = (b->address + b->size - 1 - s.address) / s.granularity;
-  for (std::size_t chunk = first; chunk <= last; ++chunk) {
+  const chunk_range range = chunks_of(s, b->address, b->size);
+  for (std::size_t chunk = range.first; chunk <= range.last; ++chunk) {
     if (s.chunk_mapped[chunk]) continue;
     const std::uintptr_t at = s.address + chunk * s.granularity;
     source_->map_chunk(at, s.granularity);

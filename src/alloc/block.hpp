@@ -70,19 +70,29 @@ struct segment {
   return chunk_end <= b.address + b.size ? chunk_end - bytes : b.address;
 }
 
+/// The chunks of expandable segment `s` that [address, address + bytes) touches, first and last.
+struct chunk_range {
+  std::size_t first = 0;
+  std::size_t last = 0;
+};
+[[nodiscard]] inline chunk_range chunks_of(const segment& s, std::uintptr_t address, std::size_t bytes) noexcept {
+  return {(address - s.address) / s.granularity, (address + bytes - 1 - s.address) / s.granularity};
+}
+
+/// The chunks of `s` that [address, address + bytes) touches and that are not mapped: what
+/// placing a block there costs in new physical memory.
+[[nodiscard]] inline std::size_t unmapped_chunks(const segment& s, std::uintptr_t address, std::size_t bytes) noexcept {
+  const chunk_range range = chunks_of(s, address, bytes);
+  std::size_t missing = 0;
+  for (std::size_t chunk = range.first; chunk <= range.last; ++chunk) missing += s.chunk_mapped[chunk] ? 0 : 1;
+  return missing;
+}
+
 /// Whether the `bytes` of free block `b` that a request would take (see placement) are backed by
 /// physical memory, so they can be handed out without mapping. A merged free block may be partly
 /// mapped (mapped is then false): the chunk map says whether the part a request needs is.
 [[nodiscard]] inline bool placement_mapped(const block& b, std::size_t bytes) noexcept {
-  if (b.mapped) return true;
-  const segment& s = *b.owner;
-  const std::uintptr_t at = placement(b, bytes);
-  const std::size_t first = (at - s.address) / s.granularity;
-  const std::size_t last = (at + bytes - 1 - s.address) / s.granularity;
-  for (std::size_t chunk = first; chunk <= last; ++chunk) {
-    if (!s.chunk_mapped[chunk]) return false;
-  }
-  return true;
+  return b.mapped || unmapped_chunks(*b.owner, placement(b, bytes), bytes) == 0;
 }
 
 [[nodiscard]] inline bool wholly_free(const segment& s) noexcept {
