@@ -1,6 +1,7 @@
 #include "alloc/pending_frees.hpp"
 
 #include <algorithm>
+#include <mutex>
 
 #include "streamsafe/stream.hpp"
 

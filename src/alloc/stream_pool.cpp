@@ -126,20 +126,21 @@ void stream_pool::merge_deferred() {
   deferred_merges_.clear();
 }
 
-block* stream_pool::find_close_fit(pool_kind kind, std::size_t bytes) {
+template <typename Accept>
+block* stream_pool::find_merging(pool_kind kind, std::size_t bytes, Accept accept) {
   block* b = find(kind, bytes);
-  const bool close_fit = b != nullptr && b->size - bytes <= bytes / 32;
-  if (close_fit || deferred_merges_.empty()) return b;
+  if (accept(b) || deferred_merges_.empty()) return b;
   merge_deferred();
   return find(kind, bytes);
 }
 
+block* stream_pool::find_close_fit(pool_kind kind, std::size_t bytes) {
+  return find_merging(kind, bytes, [bytes](const block* b) { return b != nullptr && b->size - bytes <= bytes / 32; });
+}
+
 block* stream_pool::find_mapped(pool_kind kind, std::size_t bytes) {
   const auto usable = [bytes](const block* b) { return b != nullptr && placement_mapped(*b, bytes); };
-  if (block* b = find(kind, bytes); usable(b)) return b;
-  if (deferred_merges_.empty()) return nullptr;
-  merge_deferred();
-  block* b = find(kind, bytes);
+  block* b = find_merging(kind, bytes, usable);
   return usable(b) ? b : nullptr;
 }
 

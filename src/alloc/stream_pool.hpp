@@ -34,12 +34,13 @@ class stream_pool {
   /// 1/32 of `bytes`) is taken only after the deferred merges are done, so that deferring them
   /// never changes where a request is placed (fragmentation stays that of merging at once).
   [[nodiscard]] block* find_close_fit(pool_kind kind, std::size_t bytes);
-  /// A free block whose `bytes` a request would take (see placement) are mapped, not removed; when find has none, merges the
-  /// blocks whose merge was deferred and looks again (the slow path's search, before memory is
-  /// grown or borrowed). nullptr when none.
+  /// A free block whose `bytes` a request would take (see placement) are mapped, not removed;
+  /// when find has none, merges the blocks whose merge was deferred and looks again (the slow
+  /// path's search, before memory is grown or borrowed). nullptr when none.
   [[nodiscard]] block* find_mapped(pool_kind kind, std::size_t bytes);
   /// Takes `candidate` (from find) out of the bins, places `bytes` in it (see placement), splits
-  /// off what they do not need, and marks them live for `user`. The live block is listed here, in its segment's pool.
+  /// off what they do not need, and marks them live for `user`. The live block is listed here,
+  /// in its segment's pool.
   block* take(block* candidate, std::size_t bytes, stream_pool& user);
   /// The live block at `address` in this pool's segments, unlisted (its free follows); nullptr
   /// when there is none.
@@ -50,7 +51,7 @@ class stream_pool {
   void give_back(block* b);
   /// Returns a live block freed on its own stream, without merging it yet: the next request
   /// of its size takes it back whole, so a same-stream alloc/free cycle neither splits nor
-  /// merges. The merge happens when find_mapped finds nothing, when memory is released, or once
+  /// merges. The merge happens when a search finds nothing close, when memory is released, or once
   /// `deferred_merge_limit` blocks wait (so free space fragments by a bounded amount).
   void cache(block* b);
   /// Merges every block whose merge was deferred with its free neighbours.
@@ -74,6 +75,9 @@ class stream_pool {
   static void mark_free(block* b) noexcept;
   /// Merges free `b` (out of the bins) with its free neighbours and bins the result.
   void merge_and_bin(block* b);
+  /// find; when `accept` rejects what it found and merges were deferred, merges them and finds again.
+  template <typename Accept>
+  [[nodiscard]] block* find_merging(pool_kind kind, std::size_t bytes, Accept accept);
   [[nodiscard]] block* new_block();
   void recycle(block* b) noexcept;
   /// Absorbs `right` (free, next to `left`, out of the bins) into `left`.
@@ -87,7 +91,7 @@ class stream_pool {
   std::vector<segment*> segments_;
   block* spare_blocks_ = nullptr;  // recycled block records, linked through next_free
   // Blocks cached unmerged. An entry may be stale (taken again, absorbed, recycled): its
-  // merge_deferred flag says whether it still waits. Records are recycled, never deleted,
+  // awaiting_merge flag says whether it still waits. Records are recycled, never deleted,
   // while the pool lives, so a stale entry is safe to read.
   std::vector<block*> deferred_merges_;
 };
