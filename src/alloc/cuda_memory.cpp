@@ -5,8 +5,6 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include <mutex>
-#include <unordered_map>
 
 #include "alloc/memory_source.hpp"
 #include "common/expects.hpp"
@@ -89,12 +87,6 @@ class cuda_memory final : public memory_source {
       supports_mapping_ = vmm != 0;
     }
   }
-  ~cuda_memory() override {
-    for (const auto& [address, chunk] : chunks_) {
-      driver().unmap(address, chunk.bytes);
-      driver().release(chunk.handle);
-    }
-  }
 
   void* allocate(std::size_t bytes) override { return device_.allocate(bytes); }
   void deallocate(void* ptr) override { device_.deallocate(ptr); }
@@ -105,58 +97,41 @@ class cuda_memory final : public memory_source {
     SS_CU_TRY(driver().address_reserve(&address, bytes, 0, 0, 0));
     return static_cast<std::uintptr_t>(address);
   }
-  void release(std::uintptr_t address, std::size_t bytes) override {
-    {
-      std::lock_guard lock(mutex_);
-      for (auto it = chunks_.begin(); it != chunks_.end();) {
-        if (it->first >= address && it->first < address + bytes) {
-          driver().unmap(it->first, it->second.bytes);
-          driver().release(it->second.handle);
-          it = chunks_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    driver().address_free(address, bytes);
-  }
-  void map_chunk(std::uintptr_t address, std::size_t granularity) override {
-    CUmemAllocationProp prop{};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = device_.ordinal();
+  void free_range(std::uintptr_t address, std::size_t bytes) override { driver().address_free(address, bytes); }
+
+  physical_handle create_physical(std::size_t granularity) override {
+    const CUmemAllocationProp prop = device_memory();
     CUmemGenericAllocationHandle handle = 0;
     SS_CU_TRY(driver().create(&handle, granularity, &prop, 0));
-    if (const CUresult mapped = driver().map(address, granularity, 0, handle, 0); mapped != CUDA_SUCCESS) {
-      driver().release(handle);
-      throw_driver_error(mapped, "cuMemMap");
-    }
-    CUmemAccessDesc access{};
-    access.location = prop.location;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    SS_CU_TRY(driver().set_access(address, granularity, &access, 1));
-    std::lock_guard lock(mutex_);
-    chunks_.emplace(address, chunk{handle, granularity});
+    return static_cast<physical_handle>(handle);
   }
-  void unmap_chunk(std::uintptr_t address, std::size_t granularity) override {
-    std::lock_guard lock(mutex_);
-    auto it = chunks_.find(address);
-    SS_EXPECTS(it != chunks_.end(), "cuda: unmap of a chunk that is not mapped");
+  void release_physical(physical_handle handle, std::size_t) override { SS_CU_TRY(driver().release(handle)); }
+  void map_physical(std::uintptr_t address, physical_handle handle, std::size_t granularity) override {
+    SS_CU_TRY(driver().map(address, granularity, 0, handle, 0));
+    CUmemAccessDesc access{};
+    access.location = device_memory().location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (const CUresult granted = driver().set_access(address, granularity, &access, 1); granted != CUDA_SUCCESS) {
+      driver().unmap(address, granularity);
+      throw_driver_error(granted, "cuMemSetAccess");
+    }
+  }
+  void unmap_physical(std::uintptr_t address, std::size_t granularity) override {
     SS_CU_TRY(driver().unmap(address, granularity));
-    SS_CU_TRY(driver().release(it->second.handle));
-    chunks_.erase(it);
   }
   memory_info memory() override { return device_.memory(); }
 
  private:
-  struct chunk {
-    CUmemGenericAllocationHandle handle;
-    std::size_t bytes;
-  };
+  [[nodiscard]] CUmemAllocationProp device_memory() const noexcept {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device_.ordinal();
+    return prop;
+  }
+
   Device device_;
   bool supports_mapping_ = false;
-  std::mutex mutex_;
-  std::unordered_map<std::uintptr_t, chunk> chunks_;
 };
 
 }  // namespace

@@ -1,14 +1,20 @@
-// Where the allocator's segments come from: whole device allocations, or virtual ranges with
-// physical memory mapped in chunks. One implementation per backend.
+// Where the allocator's segments come from: whole device allocations, or virtual ranges backed by
+// physical chunks. One implementation per backend. A physical chunk may be mapped at several
+// virtual addresses at once (they alias: the same bytes), which is what stitched windows use.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include "streamsafe/device.hpp"
 
 namespace streamsafe::detail {
+
+/// Physical memory of one chunk, mapped nowhere or somewhere; opaque to the allocator.
+using physical_handle = std::uint64_t;
 
 class memory_source {
  public:
@@ -18,17 +24,39 @@ class memory_source {
   [[nodiscard]] virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* ptr) = 0;
 
-  /// Whether reserve/map/unmap work (a cuda driver without VMM support says no).
+  /// Whether the virtual memory calls below work (a cuda driver without VMM support says no).
   [[nodiscard]] virtual bool supports_mapping() const = 0;
   /// A virtual range of `bytes` (a multiple of the granularity) with nothing mapped.
   [[nodiscard]] virtual std::uintptr_t reserve(std::size_t bytes) = 0;
-  /// Unmaps whatever is still mapped in the range, then gives the range back.
-  virtual void release(std::uintptr_t address, std::size_t bytes) = 0;
-  /// Backs one chunk of `granularity` bytes at `address` with physical memory; throws out_of_memory.
-  virtual void map_chunk(std::uintptr_t address, std::size_t granularity) = 0;
-  virtual void unmap_chunk(std::uintptr_t address, std::size_t granularity) = 0;
+  /// Gives back a range reserved above; nothing may be mapped in it any more.
+  virtual void free_range(std::uintptr_t address, std::size_t bytes) = 0;
+  /// Physical memory of `granularity` bytes, mapped nowhere yet; throws out_of_memory.
+  [[nodiscard]] virtual physical_handle create_physical(std::size_t granularity) = 0;
+  /// Gives physical memory back. Where it is still mapped, it goes once the last mapping does.
+  virtual void release_physical(physical_handle handle, std::size_t granularity) = 0;
+  /// Maps `handle` at `address` (granularity-aligned, inside a reserved range), readable and
+  /// writable from the device. Work may use it as soon as this returns.
+  virtual void map_physical(std::uintptr_t address, physical_handle handle, std::size_t granularity) = 0;
+  /// Removes the mapping at `address`; the physical memory stays (see release_physical). Work
+  /// still enqueued that reads the address must have finished.
+  virtual void unmap_physical(std::uintptr_t address, std::size_t granularity) = 0;
+
+  /// A new chunk mapped at `address`, owned by that address (expandable segments).
+  void map_chunk(std::uintptr_t address, std::size_t granularity);
+  /// Unmaps and releases the chunk map_chunk put at `address`.
+  void unmap_chunk(std::uintptr_t address, std::size_t granularity);
+  /// Unmaps and releases what map_chunk put in [address, address + bytes), then frees the range.
+  void release(std::uintptr_t address, std::size_t bytes);
 
   [[nodiscard]] virtual memory_info memory() = 0;
+
+ private:
+  std::mutex chunks_mutex_;
+  struct owned_chunk {
+    physical_handle handle;
+    std::size_t bytes;
+  };
+  std::unordered_map<std::uintptr_t, owned_chunk> chunks_;  // map_chunk's chunks by address
 };
 
 /// The source for `device`'s backend.

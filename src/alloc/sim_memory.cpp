@@ -1,11 +1,17 @@
-// The sim backend's memory source. Fixed segments come from the device arena. Expandable ones
-// model CUDA's VMM: the virtual range is an inaccessible host mapping; mapping a chunk takes
-// the same number of bytes from the device arena (so the device's capacity and out_of_memory
-// stay real) and makes the host pages accessible; unmapping returns both.
+// The sim backend's memory source. Fixed segments come from the device arena. Virtual memory
+// models CUDA's VMM: a reserved range is an inaccessible host mapping; physical chunks are pages
+// of one memory file, so mapping a chunk at two addresses makes them alias as on a GPU, and each
+// chunk also takes its bytes from the device arena (so the device's capacity and out_of_memory
+// stay real).
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "alloc/memory_source.hpp"
 #include "common/expects.hpp"
@@ -14,11 +20,17 @@ namespace streamsafe::detail {
 
 namespace {
 
+[[noreturn]] void fail(const char* what) {
+  SS_EXPECTS(false, "sim: ", what, " failed: ", std::strerror(errno));
+  std::abort();
+}
+
 class sim_memory final : public memory_source {
  public:
   explicit sim_memory(Device device) : device_(std::move(device)) {}
   ~sim_memory() override {
-    for (const auto& [address, physical] : physical_) device_.deallocate(physical);
+    for (const auto& [offset, stand_in] : physical_) device_.deallocate(stand_in);
+    if (file_ >= 0) ::close(file_);
   }
 
   void* allocate(std::size_t bytes) override { return device_.allocate(bytes); }
@@ -32,42 +44,67 @@ class sim_memory final : public memory_source {
     }
     return reinterpret_cast<std::uintptr_t>(range);
   }
-  void release(std::uintptr_t address, std::size_t bytes) override {
-    {
-      std::lock_guard lock(mutex_);
-      for (auto it = physical_.begin(); it != physical_.end();) {
-        if (it->first >= address && it->first < address + bytes) {
-          device_.deallocate(it->second);
-          it = physical_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
+  void free_range(std::uintptr_t address, std::size_t bytes) override {
     ::munmap(reinterpret_cast<void*>(address), bytes);
   }
-  void map_chunk(std::uintptr_t address, std::size_t granularity) override {
-    void* physical = device_.allocate(granularity);  // throws out_of_memory when the device is full
+
+  physical_handle create_physical(std::size_t granularity) override {
+    void* stand_in = device_.allocate(granularity);  // throws out_of_memory when the device is full
     std::lock_guard lock(mutex_);
-    physical_.emplace(address, physical);
-    SS_EXPECTS(::mprotect(reinterpret_cast<void*>(address), granularity, PROT_READ | PROT_WRITE) == 0,
-               "sim: mprotect failed while mapping a chunk");
+    open_file();
+    std::size_t offset = 0;
+    if (!free_offsets_.empty()) {
+      offset = free_offsets_.back();
+      free_offsets_.pop_back();
+    } else {
+      offset = file_bytes_;
+      if (::ftruncate(file_, static_cast<off_t>(file_bytes_ + granularity)) != 0) {
+        device_.deallocate(stand_in);
+        fail("ftruncate of the physical memory file");
+      }
+      file_bytes_ += granularity;
+    }
+    physical_.emplace(offset, stand_in);
+    return offset;
   }
-  void unmap_chunk(std::uintptr_t address, std::size_t granularity) override {
+  void release_physical(physical_handle handle, std::size_t granularity) override {
     std::lock_guard lock(mutex_);
-    auto it = physical_.find(address);
-    SS_EXPECTS(it != physical_.end(), "sim: unmap of a chunk that is not mapped");
-    ::madvise(reinterpret_cast<void*>(address), granularity, MADV_DONTNEED);
-    ::mprotect(reinterpret_cast<void*>(address), granularity, PROT_NONE);
+    const auto it = physical_.find(handle);
+    SS_EXPECTS(it != physical_.end(), "sim: release of physical memory that was not created");
+    // The pages go back to the host now; a mapping left behind would read zeros, not the next
+    // owner's data (CUDA keeps the memory until the last mapping goes: not modelled).
+    ::fallocate(file_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(handle),
+                static_cast<off_t>(granularity));
     device_.deallocate(it->second);
     physical_.erase(it);
+    free_offsets_.push_back(handle);
+  }
+  void map_physical(std::uintptr_t address, physical_handle handle, std::size_t granularity) override {
+    void* at = ::mmap(reinterpret_cast<void*>(address), granularity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                      file_, static_cast<off_t>(handle));
+    if (at == MAP_FAILED) fail("mmap of a physical chunk");
+  }
+  void unmap_physical(std::uintptr_t address, std::size_t granularity) override {
+    // Back to reserved and inaccessible, as cuMemUnmap leaves it.
+    void* at = ::mmap(reinterpret_cast<void*>(address), granularity, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    if (at == MAP_FAILED) fail("mmap over an unmapped chunk");
   }
   memory_info memory() override { return device_.memory(); }
 
  private:
+  void open_file() {  // caller holds mutex_
+    if (file_ >= 0) return;
+    file_ = ::memfd_create("streamsafe-sim-physical", MFD_CLOEXEC);
+    if (file_ < 0) fail("memfd_create");
+  }
+
   Device device_;
   std::mutex mutex_;
-  std::unordered_map<std::uintptr_t, void*> physical_;  // chunk address -> its arena stand-in
+  int file_ = -1;
+  std::size_t file_bytes_ = 0;
+  std::vector<std::size_t> free_offsets_;
+  std::unordered_map<physical_handle, void*> physical_;  // file offset -> its arena stand-in
 };
 
 }  // namespace

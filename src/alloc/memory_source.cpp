@@ -1,0 +1,55 @@
+// Expandable segments' chunks on top of the sources' physical-memory calls.
+#include "alloc/memory_source.hpp"
+
+#include <vector>
+
+#include "common/expects.hpp"
+
+namespace streamsafe::detail {
+
+void memory_source::map_chunk(std::uintptr_t address, std::size_t granularity) {
+  const physical_handle handle = create_physical(granularity);
+  try {
+    map_physical(address, handle, granularity);
+  } catch (...) {
+    release_physical(handle, granularity);
+    throw;
+  }
+  std::lock_guard lock(chunks_mutex_);
+  chunks_.emplace(address, owned_chunk{handle, granularity});
+}
+
+void memory_source::unmap_chunk(std::uintptr_t address, std::size_t granularity) {
+  physical_handle handle = 0;
+  {
+    std::lock_guard lock(chunks_mutex_);
+    const auto it = chunks_.find(address);
+    SS_EXPECTS(it != chunks_.end(), "memory_source: unmap of a chunk that is not mapped");
+    handle = it->second.handle;
+    chunks_.erase(it);
+  }
+  unmap_physical(address, granularity);
+  release_physical(handle, granularity);
+}
+
+void memory_source::release(std::uintptr_t address, std::size_t bytes) {
+  std::vector<std::pair<std::uintptr_t, owned_chunk>> inside;
+  {
+    std::lock_guard lock(chunks_mutex_);
+    for (auto it = chunks_.begin(); it != chunks_.end();) {
+      if (it->first >= address && it->first < address + bytes) {
+        inside.emplace_back(*it);
+        it = chunks_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const auto& [at, chunk] : inside) {
+    unmap_physical(at, chunk.bytes);
+    release_physical(chunk.handle, chunk.bytes);
+  }
+  free_range(address, bytes);
+}
+
+}  // namespace streamsafe::detail
