@@ -1,7 +1,9 @@
 // STREAMSAFE_ALLOC_CONF: "key:value,key:value" over allocator_options (docs/allocator.md).
 #include <charconv>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "common/expects.hpp"
 #include "streamsafe/alloc/allocator_options.hpp"
@@ -31,19 +33,22 @@ std::size_t parse_size(std::string_view key, std::string_view value) {
 }
 
 template <typename Enum>
-Enum parse_choice(std::string_view key, std::string_view value, std::string_view first_name, Enum first,
-                  std::string_view second_name, Enum second) {
-  if (value == first_name) return first;
-  if (value == second_name) return second;
-  SS_EXPECTS(false, "STREAMSAFE_ALLOC_CONF: ", key, ": '", value, "' is not ", first_name, " or ", second_name);
-  return first;
+Enum parse_choice(std::string_view key, std::string_view value,
+                  std::initializer_list<std::pair<std::string_view, Enum>> choices) {
+  std::string names;
+  for (const auto& [name, choice] : choices) {
+    if (value == name) return choice;
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  SS_EXPECTS(false, "STREAMSAFE_ALLOC_CONF: ", key, ": '", value, "' is not one of: ", names);
+  return choices.begin()->second;
 }
 
 void apply(allocator_options& options, std::string_view key, std::string_view value) {
   if (key == "segments") {
-    options.segments = parse_choice(key, value, "expandable", segment_kind::expandable, "fixed", segment_kind::fixed);
+    options.segments = parse_choice<segment_kind>(key, value, {{"expandable", segment_kind::expandable}, {"fixed", segment_kind::fixed}});
   } else if (key == "cross_stream") {
-    options.reuse = parse_choice(key, value, "borrow", cross_stream_reuse::borrow, "never", cross_stream_reuse::never);
+    options.reuse = parse_choice<cross_stream_reuse>(key, value, {{"borrow", cross_stream_reuse::borrow}, {"never", cross_stream_reuse::never}});
   } else if (key == "small_request_limit") {
     options.small_request_limit = parse_size(key, value);
   } else if (key == "small_segment") {
@@ -60,18 +65,23 @@ void apply(allocator_options& options, std::string_view key, std::string_view va
   } else if (key == "fence_batch_bytes") {
     options.fence_batch_bytes = parse_size(key, value);
   } else if (key == "expandable_growth") {
-    options.growth = parse_choice(key, value, "remap", expandable_growth::remap, "map_new", expandable_growth::map_new);
+    options.growth = parse_choice<expandable_growth>(key, value, {{"stitch", expandable_growth::stitch},
+                                                                 {"remap", expandable_growth::remap},
+                                                                 {"map_new", expandable_growth::map_new}});
   } else if (key == "remap_slack_percent") {
     options.remap_slack_percent = parse_size(key, value);
+  } else if (key == "small_window") {
+    options.small_window_bytes = parse_size(key, value);
   } else if (key == "small_placement") {
     options.small_placement =
-        parse_choice(key, value, "chunk_end", small_block_placement::chunk_end, "start", small_block_placement::start);
+        parse_choice<small_block_placement>(key, value, {{"chunk_end", small_block_placement::chunk_end},
+                                                         {"start", small_block_placement::start}});
   } else if (key == "history") {
     options.history_capacity = parse_size(key, value);
   } else {
     SS_EXPECTS(false, "STREAMSAFE_ALLOC_CONF: unknown key '", key,
                "' (known: segments, cross_stream, small_request_limit, small_segment, large_segment, "
-               "expandable_reserve, expandable_growth, remap_slack_percent, small_placement, granularity, "
+               "expandable_reserve, expandable_growth, remap_slack_percent, small_window, small_placement, granularity, "
                "fence_batch, "
                "fence_batch_bytes, history)");
   }

@@ -57,7 +57,7 @@ block* caching_allocator_impl::obtain(stream_pool& pool, pool_kind kind, std::si
 block* caching_allocator_impl::take_own(stream_pool& pool, pool_kind kind, std::size_t rounded) {
   std::lock_guard lock(pool.mutex);
   block* candidate = pool.find_mapped(kind, rounded);
-  return candidate != nullptr ? pool.take(candidate, rounded, pool) : nullptr;
+  return candidate != nullptr && may_take(*candidate, kind, rounded) ? pool.take(candidate, rounded, pool) : nullptr;
 }
 
 block* caching_allocator_impl::borrow(stream_pool& pool, pool_kind kind, std::size_t rounded) {
@@ -89,6 +89,7 @@ block* caching_allocator_impl::borrow(stream_pool& pool, pool_kind kind, std::si
 }
 
 block* caching_allocator_impl::grow(stream_pool& pool, pool_kind kind, std::size_t rounded) {
+  if (stitching()) return grow_stitched(pool, kind, rounded);
   return expandable_ ? grow_expandable(pool, kind, rounded) : grow_fixed(pool, kind, rounded);
 }
 
@@ -280,11 +281,12 @@ void caching_allocator_impl::release_cached() {
 
 void caching_allocator_impl::release_free_memory(stream_pool& pool) {
   pool.merge_deferred();  // whole free chunks and segments show only once neighbours are merged
+  if (pool.stitched) release_stitched(pool);
   std::vector<segment*> wholly_free_fixed;
   for (segment* s : pool.segments()) {
     if (s->expandable) {
       unmap_free_chunks(*s);
-    } else if (wholly_free(*s)) {
+    } else if (!s->stitched && wholly_free(*s)) {
       wholly_free_fixed.push_back(s);
     }
   }

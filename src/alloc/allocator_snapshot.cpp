@@ -46,6 +46,7 @@ void write_segment(std::ostream& out, const segment& s, stream_id stream) {
   out << "{\"address\":" << s.address << ",\"size\":" << s.size << ",\"mapped_bytes\":" << s.mapped_bytes
       << ",\"stream\":" << static_cast<std::uint64_t>(stream) << ",\"pool\":\""
       << (s.kind == pool_kind::small ? "small" : "large") << "\",\"expandable\":" << (s.expandable ? "true" : "false")
+      << ",\"stitched\":" << (s.stitched ? "true" : "false")
       << ",\"blocks\":[";
   for (const block* b = s.first; b != nullptr; b = b->next) {
     out << "{\"address\":" << b->address << ",\"size\":" << b->size << ",\"requested\":" << b->requested

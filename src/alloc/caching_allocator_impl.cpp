@@ -58,7 +58,9 @@ caching_allocator_impl::~caching_allocator_impl() {
   for (stream_pool* pool : pool_list_) {
     for (segment* s : pool->segments()) {
       for (block* b = s->first; b != nullptr;) delete std::exchange(b, b->next);
-      if (s->expandable) {
+      if (s->stitched) {
+        pool->stitched->dissolve(std::move(s->window));  // the stitcher unmaps and releases it with the pool
+      } else if (s->expandable) {
         source_->release(s->address, s->size);
       } else {
         source_->deallocate(reinterpret_cast<void*>(s->address));
@@ -147,7 +149,8 @@ void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
   block* b = nullptr;
   {
     std::lock_guard lock(pool.mutex);
-    if (block* candidate = pool.find_close_fit(kind, rounded); candidate != nullptr && placement_mapped(*candidate, rounded)) {
+    if (block* candidate = pool.find_close_fit(kind, rounded);
+        candidate != nullptr && placement_mapped(*candidate, rounded) && may_take(*candidate, kind, rounded)) {
       b = pool.take(candidate, rounded, pool);
       b->requested = bytes;
       note_allocated(pool.stats, *b, bytes);

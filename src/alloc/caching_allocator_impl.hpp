@@ -17,6 +17,7 @@
 #include "alloc/memory_source.hpp"
 #include "alloc/pending_frees.hpp"
 #include "alloc/segment_owners.hpp"
+#include "alloc/stitcher.hpp"
 #include "alloc/stream_pool.hpp"
 #include "streamsafe/alloc/allocator_options.hpp"
 #include "streamsafe/alloc/allocator_stats.hpp"
@@ -79,6 +80,21 @@ class caching_allocator_impl {
   [[nodiscard]] block* grow(stream_pool& pool, pool_kind kind, std::size_t rounded);
   [[nodiscard]] block* grow_fixed(stream_pool& pool, pool_kind kind, std::size_t rounded);
   [[nodiscard]] block* grow_expandable(stream_pool& pool, pool_kind kind, std::size_t rounded);
+  [[nodiscard]] block* grow_stitched(stream_pool& pool, pool_kind kind, std::size_t rounded);
+  [[nodiscard]] bool stitching() const noexcept { return expandable_ && options_.growth == expandable_growth::stitch; }
+  /// Whether free block `b` may serve a request of `rounded` bytes: a stitched large segment is
+  /// not split for a request much smaller than it (a segment of its own packs better, and the
+  /// larger one is dissolved for it when wholly free).
+  [[nodiscard]] bool may_take(const block& b, pool_kind kind, std::size_t rounded) const noexcept {
+    return kind == pool_kind::small || !b.owner->stitched || b.size - rounded <= rounded / 32;
+  }
+  [[nodiscard]] stitcher& stitcher_of(stream_pool& pool);  // caller holds pool.mutex
+  /// Gives the bytes of the pool's wholly free stitched segments back to its chunks, and records
+  /// the event after which their windows may be unmapped. Caller holds pool.mutex.
+  void dissolve_free_segments(stream_pool& pool);
+  /// Dissolves, unmaps and releases what the pool's stitched memory holds free; the stream is
+  /// synchronized. Caller holds pool.mutex.
+  void release_stitched(stream_pool& pool);
   [[nodiscard]] block* cheapest_placement(stream_pool& pool, pool_kind kind, std::size_t rounded,
                                           block* found) const;  // caller holds pool.mutex
   [[nodiscard]] std::size_t fixed_segment_bytes(pool_kind kind, std::size_t rounded) const noexcept;

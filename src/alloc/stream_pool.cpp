@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "alloc/size_classes.hpp"
+#include "alloc/stitcher.hpp"
 
 namespace streamsafe::detail {
 

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "alloc/address_map.hpp"
@@ -15,6 +16,7 @@
 namespace streamsafe::detail {
 
 class StreamImpl;
+class stitcher;
 
 /// Every member but the constructor requires `mutex` held by the caller.
 class stream_pool {
@@ -67,6 +69,8 @@ class stream_pool {
 
   /// Allocated/active/requested figures of blocks allocated on this stream.
   allocator_stats stats;
+  /// The chunks and windows of this stream's stitched segments; created with the first.
+  std::unique_ptr<stitcher> stitched;
 
  private:
   static constexpr std::size_t deferred_merge_limit = 16;

@@ -1,10 +1,14 @@
 // A randomized soak of over a million operations: allocations of mixed sizes on three streams,
 // frees in random order, record_stream now and then. Invariants checked as it goes: no two live
-// blocks overlap, the statistics equal a recount, and at the end all memory is returned.
+// blocks overlap, in addresses and in memory (each block carries its own tag, written through
+// its pointer and checked at its free: stitched segments map one chunk at several addresses,
+// where a wrong piece would show as another block's tag), the statistics equal a recount, and at
+// the end all memory is returned.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <random>
 #include <vector>
@@ -17,7 +21,29 @@ namespace {
 struct live_block {
   void* ptr;
   std::size_t rounded;
+  std::uint64_t tag;
 };
+
+// Tags at the block's start, end, and every 64 KiB between (a piece is never shorter than 512
+// bytes, and segments change pieces at chunk boundaries, which these offsets cross).
+template <typename Visit>
+void for_each_tag_slot(const live_block& b, Visit visit) {
+  auto* bytes = static_cast<unsigned char*>(b.ptr);
+  for (std::size_t offset = 0; offset + sizeof(std::uint64_t) <= b.rounded; offset += 64 << 10) visit(bytes + offset);
+  visit(bytes + b.rounded - sizeof(std::uint64_t));
+}
+
+void write_tags(const live_block& b) {
+  for_each_tag_slot(b, [&](unsigned char* at) { std::memcpy(at, &b.tag, sizeof b.tag); });
+}
+
+void expect_tags(const live_block& b) {
+  for_each_tag_slot(b, [&](unsigned char* at) {
+    std::uint64_t seen = 0;
+    std::memcpy(&seen, at, sizeof seen);
+    ASSERT_EQ(seen, b.tag) << "block " << b.ptr << " was overwritten at offset " << (at - static_cast<unsigned char*>(b.ptr));
+  });
+}
 
 std::size_t random_size(std::mt19937_64& rng) {
   switch (rng() % 4) {
@@ -51,10 +77,12 @@ void soak(allocator_options options) {
       if (grow) {
         const std::size_t bytes = random_size(rng);
         void* p = alloc.allocate(bytes, streams[rng() % streams.size()]);
-        live.push_back({p, alloc.block_of(p).size});
+        live.push_back({p, alloc.block_of(p).size, op + 1});
+        write_tags(live.back());
         if (rng() % 16 == 0) alloc.record_stream(p, streams[rng() % streams.size()]);
       } else {
         const std::size_t victim = rng() % live.size();
+        expect_tags(live[victim]);
         alloc.deallocate(live[victim].ptr);
         live[victim] = live.back();
         live.pop_back();
@@ -69,7 +97,10 @@ void soak(allocator_options options) {
         ASSERT_GE(s.reserved_bytes.current, recount);
       }
     }
-    for (const live_block& b : live) alloc.deallocate(b.ptr);
+    for (const live_block& b : live) {
+      expect_tags(b);
+      alloc.deallocate(b.ptr);
+    }
     alloc.empty_cache();
     const allocator_stats s = alloc.stats();
     EXPECT_EQ(s.allocated_bytes.current, 0);
@@ -81,6 +112,13 @@ void soak(allocator_options options) {
 }
 
 TEST(AllocatorSoak, FixedSegments) { soak({.segments = segment_kind::fixed}); }
+TEST(AllocatorSoak, StitchedSegments) {
+  soak({.segments = segment_kind::expandable, .growth = expandable_growth::stitch});
+}
+// Small windows as small as a request: the most pieces, the most chunks shared between windows.
+TEST(AllocatorSoak, StitchedSegmentsWithSmallestWindows) {
+  soak({.segments = segment_kind::expandable, .growth = expandable_growth::stitch, .small_window_bytes = 512});
+}
 TEST(AllocatorSoak, ExpandableSegments) { soak({.segments = segment_kind::expandable}); }
 // Every growth that can move free chunks does: the chunk moves must keep live blocks apart.
 TEST(AllocatorSoak, ExpandableSegmentsMovingEveryFreeChunk) {
