@@ -108,13 +108,12 @@ class cuda_memory final : public memory_source {
   void release_physical(physical_handle handle, std::size_t) override { SS_CU_TRY(driver().release(handle)); }
   void map_physical(std::uintptr_t address, physical_handle handle, std::size_t granularity) override {
     SS_CU_TRY(driver().map(address, granularity, 0, handle, 0));
+  }
+  void grant_access(std::uintptr_t address, std::size_t bytes) override {
     CUmemAccessDesc access{};
     access.location = device_memory().location;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    if (const CUresult granted = driver().set_access(address, granularity, &access, 1); granted != CUDA_SUCCESS) {
-      driver().unmap(address, granularity);
-      throw_driver_error(granted, "cuMemSetAccess");
-    }
+    SS_CU_TRY(driver().set_access(address, bytes, &access, 1));
   }
   void unmap_physical(std::uintptr_t address, std::size_t granularity) override {
     SS_CU_TRY(driver().unmap(address, granularity));

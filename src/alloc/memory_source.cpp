@@ -15,6 +15,13 @@ void memory_source::map_chunk(std::uintptr_t address, std::size_t granularity) {
     release_physical(handle, granularity);
     throw;
   }
+  try {
+    grant_access(address, granularity);
+  } catch (...) {
+    unmap_physical(address, granularity);
+    release_physical(handle, granularity);
+    throw;
+  }
   std::lock_guard lock(chunks_mutex_);
   chunks_.emplace(address, owned_chunk{handle, granularity});
 }
@@ -32,7 +39,7 @@ void memory_source::unmap_chunk(std::uintptr_t address, std::size_t granularity)
   release_physical(handle, granularity);
 }
 
-void memory_source::release(std::uintptr_t address, std::size_t bytes) {
+void memory_source::release(std::uintptr_t address, std::size_t bytes) noexcept {
   std::vector<std::pair<std::uintptr_t, owned_chunk>> inside;
   {
     std::lock_guard lock(chunks_mutex_);
@@ -45,11 +52,18 @@ void memory_source::release(std::uintptr_t address, std::size_t bytes) {
       }
     }
   }
+  const auto quietly = [](auto call) {
+    try {
+      call();
+    } catch (...) {
+      // Teardown of a device that failed or went first: nothing left to give back to.
+    }
+  };
   for (const auto& [at, chunk] : inside) {
-    unmap_physical(at, chunk.bytes);
-    release_physical(chunk.handle, chunk.bytes);
+    quietly([&] { unmap_physical(at, chunk.bytes); });
+    quietly([&] { release_physical(chunk.handle, chunk.bytes); });
   }
-  free_range(address, bytes);
+  quietly([&] { free_range(address, bytes); });
 }
 
 }  // namespace streamsafe::detail

@@ -34,9 +34,13 @@ class memory_source {
   [[nodiscard]] virtual physical_handle create_physical(std::size_t granularity) = 0;
   /// Gives physical memory back. Where it is still mapped, it goes once the last mapping does.
   virtual void release_physical(physical_handle handle, std::size_t granularity) = 0;
-  /// Maps `handle` at `address` (granularity-aligned, inside a reserved range), readable and
-  /// writable from the device. Work may use it as soon as this returns.
+  /// Maps `handle` at `address` (granularity-aligned, inside a reserved range); not accessible
+  /// until grant_access covers it.
   virtual void map_physical(std::uintptr_t address, physical_handle handle, std::size_t granularity) = 0;
+  /// Makes [address, address + bytes), chunks mapped above, readable and writable from the device;
+  /// work may use it once this returns. One call for consecutive chunks: on cuda the call costs
+  /// tens of microseconds whatever the range.
+  virtual void grant_access(std::uintptr_t address, std::size_t bytes) = 0;
   /// Removes the mapping at `address`; the physical memory stays (see release_physical). Work
   /// still enqueued that reads the address must have finished.
   virtual void unmap_physical(std::uintptr_t address, std::size_t granularity) = 0;
@@ -46,7 +50,9 @@ class memory_source {
   /// Unmaps and releases the chunk map_chunk put at `address`.
   void unmap_chunk(std::uintptr_t address, std::size_t granularity);
   /// Unmaps and releases what map_chunk put in [address, address + bytes), then frees the range.
-  void release(std::uintptr_t address, std::size_t bytes);
+  /// Never throws: it runs on teardown, where the device may be gone already (then the driver
+  /// frees everything with the context).
+  void release(std::uintptr_t address, std::size_t bytes) noexcept;
 
   [[nodiscard]] virtual memory_info memory() = 0;
 

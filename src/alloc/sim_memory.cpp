@@ -84,6 +84,7 @@ class sim_memory final : public memory_source {
                       file_, static_cast<off_t>(handle));
     if (at == MAP_FAILED) fail("mmap of a physical chunk");
   }
+  void grant_access(std::uintptr_t, std::size_t) override {}  // mapped readable and writable
   void unmap_physical(std::uintptr_t address, std::size_t granularity) override {
     // Back to reserved and inaccessible, as cuMemUnmap leaves it.
     void* at = ::mmap(reinterpret_cast<void*>(address), granularity, PROT_NONE,

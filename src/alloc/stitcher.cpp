@@ -60,6 +60,7 @@ chunk_mapping stitcher::map_new(const std::vector<std::size_t>& chunks) {
       source_.map_physical(mapping.base + mapped * granularity, packer_.handle(chunk), granularity);
       ++mapped;
     }
+    source_.grant_access(mapping.base, mapped * granularity);
   } catch (...) {
     unmap(mapping.base, mapped, chunks.size());
     throw;
