@@ -2,7 +2,6 @@
 // window of chunk pieces (see chunk_packer.hpp); wholly free segments are dissolved back into
 // their chunks before a new one is placed, and their windows unmapped once the stream is past them.
 #include <numeric>
-#include <optional>
 
 #include "alloc/caching_allocator_impl.hpp"
 #include "runtime/stream_impl.hpp"

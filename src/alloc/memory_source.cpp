@@ -59,9 +59,9 @@ void memory_source::release(std::uintptr_t address, std::size_t bytes) noexcept 
       // Teardown of a device that failed or went first: nothing left to give back to.
     }
   };
-  for (const auto& [at, chunk] : inside) {
-    quietly([&] { unmap_physical(at, chunk.bytes); });
-    quietly([&] { release_physical(chunk.handle, chunk.bytes); });
+  for (const auto& entry : inside) {  // not a structured binding: lambdas capture it (clang 15)
+    quietly([&] { unmap_physical(entry.first, entry.second.bytes); });
+    quietly([&] { release_physical(entry.second.handle, entry.second.bytes); });
   }
   quietly([&] { free_range(address, bytes); });
 }

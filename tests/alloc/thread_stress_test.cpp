@@ -12,14 +12,14 @@
 namespace streamsafe {
 namespace {
 
-TEST(AllocatorThreadStress, EightThreadsOnEightStreams) {
+void stress(const allocator_options& options) {
   constexpr int thread_count = 8;
   constexpr int rounds = 4000;
   Device device = Device::sim(sim_options{.memory_capacity = std::size_t{512} << 20, .mode = sim_mode::threaded});
   std::vector<Stream> streams;
   for (int i = 0; i < thread_count; ++i) streams.emplace_back(device);
   {
-    caching_allocator alloc(device, allocator_options{});
+    caching_allocator alloc(device, options);
     std::mutex handoff_mutex;
     std::vector<void*> handoff;  // blocks one thread allocates and another frees
     auto work = [&](int index) {
@@ -59,6 +59,13 @@ TEST(AllocatorThreadStress, EightThreadsOnEightStreams) {
     EXPECT_EQ(s.reserved_bytes.current, 0);
   }
   EXPECT_EQ(device.memory().free_bytes, device.memory().total_bytes);
+}
+
+TEST(AllocatorThreadStress, EightThreadsOnEightStreams) { stress(allocator_options{}); }
+
+// Frees from other threads and borrowed blocks meet the dissolving and stitching of segments.
+TEST(AllocatorThreadStress, EightThreadsOnEightStreamsWithStitchedSegments) {
+  stress(allocator_options{.segments = segment_kind::expandable, .growth = expandable_growth::stitch});
 }
 
 }  // namespace

@@ -27,8 +27,12 @@ enum class expandable_growth {
   /// inside chunks are then used by later segments instead of being stranded between live
   /// blocks. Before a new segment is placed, the stream's wholly free segments are dissolved
   /// (their bytes become free, without waiting: the stream orders the new use after the old);
-  /// their windows are unmapped once the work enqueued before is done. No synchronization on
-  /// the growth path; a map call per chunk of the new window.
+  /// their mappings stay for a later segment needing the same chunks, and are unmapped only once
+  /// the work enqueued before is done. Packs best (reserved within 1.6% of live on every
+  /// replayed trace) but the growth path runs on most allocations that are not same-size reuse
+  /// and costs a map call per chunk of each new window: for memory-bound workloads with shapes
+  /// that change every call, not training loops (bench/results/alloc_replay.md). Same-stream
+  /// reuse, record_stream and cross-stream rules are those of the other policies.
   stitch,
   /// Moves it: the block goes where it needs the fewest new chunks, then as many wholly free
   /// mapped chunks of the stream's segments as it still needs are unmapped before the new ones
