@@ -67,7 +67,24 @@ void map_window(benchmark::State& state) {
   source->release_physical(physical, chunk);
 }
 
-/// The access grant alone, on a chunk that stays mapped.
+/// As map_window, without the access grant: what the grant of a fresh mapping adds.
+void map_window_without_access(benchmark::State& state) {
+  std::optional<Device> device;
+  auto source = source_for(state, device);
+  if (!source) return;
+  const auto chunks = static_cast<std::size_t>(state.range(1));
+  const physical_handle physical = source->create_physical(chunk);
+  const std::uintptr_t range = source->reserve(chunks * chunk);
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < chunks; ++i) source->map_physical(range + i * chunk, physical, chunk);
+    for (std::size_t i = 0; i < chunks; ++i) source->unmap_physical(range + i * chunk, chunk);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * chunks));
+  source->free_range(range, chunks * chunk);
+  source->release_physical(physical, chunk);
+}
+
+/// The access grant alone, again, on a chunk that stays mapped.
 void grant_access(benchmark::State& state) {
   std::optional<Device> device;
   auto source = source_for(state, device);
@@ -84,6 +101,7 @@ void grant_access(benchmark::State& state) {
 // range(0): 0 sim, 1 cuda.
 BENCHMARK(create_release)->ArgName("cuda")->Arg(0)->Arg(1);
 BENCHMARK(map_window)->ArgNames({"cuda", "chunks"})->ArgsProduct({{0, 1}, {1, 8, 64}});
+BENCHMARK(map_window_without_access)->ArgNames({"cuda", "chunks"})->ArgsProduct({{0, 1}, {1, 8}});
 BENCHMARK(grant_access)->ArgName("cuda")->Arg(0)->Arg(1);
 
 }  // namespace
