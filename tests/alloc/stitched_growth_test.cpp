@@ -168,6 +168,8 @@ TEST_F(StitchedGrowth, OutOfMemoryNamesTheFiguresAndLeavesTheAllocatorUsable) {
     EXPECT_NE(what.find("largest free block"), std::string::npos) << what;
   }
   EXPECT_EQ(alloc.stats().num_ooms, 1u);
+  // The chunks created before the device ran out were given back, not kept half-stitched.
+  EXPECT_EQ(alloc.stats().reserved_bytes.current, static_cast<std::int64_t>(40 * mib));
   void* fits = alloc.allocate(20 * mib, stream);
   fill(fits, 20 * mib, 0x55);
   fill(big, 40 * mib, 0x66);
@@ -191,6 +193,22 @@ TEST_F(StitchedGrowth, ABlockFreedOnAnotherStreamsRecordIsHeldThenReused) {
   EXPECT_EQ(alloc.stats().pending_free_blocks, 0);
   EXPECT_EQ(alloc.allocate(3 * mib, stream), p);
   alloc.deallocate(p);
+}
+
+TEST_F(StitchedGrowth, AStreamBorrowsAStitchedSegmentCachedByAnotherWhenTheDeviceIsFull) {
+  Stream other{device, stream_options{.name = "other"}};
+  caching_allocator alloc(device, options);
+  void* cached = alloc.allocate(40 * mib, stream);
+  alloc.deallocate(cached);  // cached by s; 24 MiB of the device left
+  void* borrowed = alloc.allocate(40 * mib, other);
+  EXPECT_EQ(borrowed, cached);
+  EXPECT_EQ(alloc.stats().num_cross_stream_reuses, 1u);
+  alloc.deallocate(borrowed);  // held until other's work is done, then home to s
+  other.synchronize();
+  alloc.process_pending_frees();
+  EXPECT_EQ(alloc.stats().pending_free_blocks, 0);
+  EXPECT_EQ(alloc.allocate(40 * mib, stream), cached);
+  alloc.deallocate(cached);
 }
 
 TEST_F(StitchedGrowth, SnapshotMarksStitchedSegments) {
