@@ -84,6 +84,31 @@ void map_window_without_access(benchmark::State& state) {
   source->release_physical(physical, chunk);
 }
 
+/// Which half costs: mapping with access (`timed_half` 0) or unmapping it (1), the other half
+/// outside the timing.
+void map_or_unmap_alone(benchmark::State& state) {
+  std::optional<Device> device;
+  auto source = source_for(state, device);
+  if (!source) return;
+  const bool time_unmap = state.range(1) != 0;
+  const physical_handle physical = source->create_physical(chunk);
+  const std::uintptr_t range = source->reserve(chunk);
+  for (auto _ : state) {
+    if (time_unmap) state.PauseTiming();
+    source->map_physical(range, physical, chunk);
+    source->grant_access(range, chunk);
+    if (time_unmap) {
+      state.ResumeTiming();
+    } else {
+      state.PauseTiming();
+    }
+    source->unmap_physical(range, chunk);
+    if (!time_unmap) state.ResumeTiming();
+  }
+  source->free_range(range, chunk);
+  source->release_physical(physical, chunk);
+}
+
 /// The access grant alone, again, on a chunk that stays mapped.
 void grant_access(benchmark::State& state) {
   std::optional<Device> device;
@@ -102,6 +127,7 @@ void grant_access(benchmark::State& state) {
 BENCHMARK(create_release)->ArgName("cuda")->Arg(0)->Arg(1);
 BENCHMARK(map_window)->ArgNames({"cuda", "chunks"})->ArgsProduct({{0, 1}, {1, 8, 64}});
 BENCHMARK(map_window_without_access)->ArgNames({"cuda", "chunks"})->ArgsProduct({{0, 1}, {1, 8}});
+BENCHMARK(map_or_unmap_alone)->ArgNames({"cuda", "timed_half"})->ArgsProduct({{0, 1}, {0, 1}});
 BENCHMARK(grant_access)->ArgName("cuda")->Arg(0)->Arg(1);
 
 }  // namespace
