@@ -35,7 +35,6 @@ stitched_window stitcher::stitch(const chunk_packer::plan& planned) {
       found != dormant_.end()) {
     result.window = take_dormant(found);
     result.first_slot = slot;
-    mappings_reused_ += chunks.size();
   } else {
     try {
       result.window = map_new(chunks);
@@ -65,7 +64,6 @@ chunk_mapping stitcher::map_new(const std::vector<std::size_t>& chunks) {
     unmap(mapping.base, mapped, chunks.size());
     throw;
   }
-  chunks_mapped_ += chunks.size();
   return mapping;
 }
 

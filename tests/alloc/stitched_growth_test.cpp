@@ -90,6 +90,20 @@ TEST_P(StitchedSegments, SameSizeReuseTakesTheCachedBlockAndASmallerRequestGetsI
   alloc.deallocate(smaller);
 }
 
+TEST_P(StitchedSegments, ASegmentTakesOverTheDormantMappingOfItsChunks) {
+  caching_allocator alloc(device(), stitch);
+  void* first = alloc.allocate(4 * mib, stream());  // two chunks, one window
+  alloc.deallocate(first);
+  // Not a close fit: the 4 MiB segment is dissolved, and one of its chunks serves this one,
+  // in the slot where the old window maps it.
+  void* second = alloc.allocate(2 * mib, stream());
+  const auto offset = static_cast<char*>(second) - static_cast<char*>(first);
+  EXPECT_TRUE(offset == 0 || offset == static_cast<std::ptrdiff_t>(2 * mib)) << offset;
+  fill(second, 2 * mib, 0x77);
+  EXPECT_TRUE(holds(second, 2 * mib, 0x77));
+  alloc.deallocate(second);
+}
+
 TEST_P(StitchedSegments, ARandomMixKeepsEveryBlocksBytesItsOwn) {
   caching_allocator alloc(device(), stitch);
   std::mt19937_64 rng(7);
