@@ -40,7 +40,8 @@ std::map<std::int64_t, Stream> make_streams(const std::vector<trace_event>& even
 }  // namespace
 
 replay_result replay_alloc_trace(const std::vector<trace_event>& events, const Device& device,
-                                 const allocator_options& options, replay_free_point free_point) {
+                                 const allocator_options& options, replay_free_point free_point,
+                                 const replay_progress& progress) {
   const trace_action frees = free_point == replay_free_point::requested ? trace_action::free_requested
                                                                          : trace_action::free_completed;
   auto streams = make_streams(events, device);
@@ -54,7 +55,9 @@ replay_result replay_alloc_trace(const std::vector<trace_event>& events, const D
   std::uint64_t live_bytes = 0;
 
   const auto start = std::chrono::steady_clock::now();
+  std::size_t done = 0;
   for (const trace_event& e : events) {
+    if ((++done & 0xFFFF) == 0 && progress) progress(done, events.size());
     if (e.action == trace_action::alloc) {
       if (e.size == 0) continue;
       void* ptr = allocator.allocate(e.size, streams.at(e.stream));
@@ -80,6 +83,7 @@ replay_result replay_alloc_trace(const std::vector<trace_event>& events, const D
     }
   }
   const auto elapsed = std::chrono::steady_clock::now() - start;
+  if (progress) progress(events.size(), events.size());
   for (const auto& [addr, entry] : live) allocator.deallocate(entry.first);
 
   const allocator_stats stats = allocator.stats();

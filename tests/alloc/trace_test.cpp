@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "streamsafe/alloc/trace_replay.hpp"
 #include "streamsafe/error.hpp"
@@ -58,6 +60,21 @@ TEST(TraceReplay, MeasuresPeaksAndPyTorchsOwnFigure) {
   EXPECT_EQ(r.operations, 6u);
   EXPECT_EQ(r.unmatched_frees, 1u);
   EXPECT_EQ(r.streams, 2u);
+}
+
+TEST(TraceReplay, ReportsProgressEvery65536EventsAndAtTheEnd) {
+  std::string text = "action,addr,size,stream\n";
+  constexpr std::size_t pairs = 70'000;  // 140,000 events: two calls on the way, one at the end
+  for (std::size_t i = 0; i < pairs; ++i) {
+    text += "alloc," + std::to_string(i) + ",4096,0\nfree_requested," + std::to_string(i) + ",4096,0\n";
+  }
+  const auto events = parse_alloc_trace(text);
+  std::vector<std::pair<std::size_t, std::size_t>> calls;
+  (void)replay_alloc_trace(events, Device::sim(), allocator_options{}, replay_free_point::requested,
+                           [&](std::size_t done, std::size_t total) { calls.emplace_back(done, total); });
+  const std::vector<std::pair<std::size_t, std::size_t>> expected = {
+      {65'536, 140'000}, {131'072, 140'000}, {140'000, 140'000}};
+  EXPECT_EQ(calls, expected);
 }
 
 TEST(TraceReplay, AllocOfALiveAddressNamesTheLine) {

@@ -2,6 +2,8 @@
 // replays an allocation trace (GUIDE.md section 5) through the caching allocator and prints
 // peak live bytes, peak reserved bytes, their ratio, device allocations and ns per op.
 // Exit 0: replayed; 2: bad input (a malformed line names its line number).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -51,16 +53,38 @@ Device replay_device(const std::string& backend, const std::vector<trace_event>&
   return Device::sim(sim_options{.memory_capacity = peak * 2 + (std::size_t{1} << 30)});
 }
 
+/// The segment policy in STREAMSAFE_ALLOC_CONF's words, so a table of runs says which was which.
+std::string policy_of(const allocator_options& options) {
+  if (options.segments == segment_kind::fixed) return "fixed";
+  switch (options.growth) {
+    case expandable_growth::stitch: return "expandable, stitch";
+    case expandable_growth::remap: return "expandable, remap";
+    case expandable_growth::map_new: return "expandable, map_new";
+  }
+  return "expandable";
+}
+
+// Progress is worth showing only to a person watching a long replay (a few seconds and more).
+constexpr std::size_t progress_min_events = std::size_t{1} << 20;
+
+replay_progress progress_printer(std::size_t events) {
+  if (::isatty(STDERR_FILENO) == 0 || events < progress_min_events) return {};
+  return [](std::size_t done, std::size_t total) {
+    std::fprintf(stderr, "\rstreamsafe replay: %3d%% of %zu events", static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total)), total);
+    if (done == total) std::fputc('\n', stderr);
+  };
+}
+
 double ratio(std::uint64_t reserved, std::uint64_t live) {
   return live == 0 ? 0.0 : static_cast<double>(reserved) / static_cast<double>(live);
 }
 
-void print_json(const replay_result& r, const Device& device) {
+void print_json(const replay_result& r, const Device& device, const std::string& policy) {
   std::printf(
-      "{\"device\":\"%s\",\"operations\":%llu,\"streams\":%zu,\"free_point\":\"%s\",\"peak_live_bytes\":%llu,"
+      "{\"device\":\"%s\",\"policy\":\"%s\",\"operations\":%llu,\"streams\":%zu,\"free_point\":\"%s\",\"peak_live_bytes\":%llu,"
       "\"peak_reserved_bytes\":%llu,\"reserved_over_live\":%.4f,\"original_peak_reserved_bytes\":%llu,"
       "\"original_reserved_over_live\":%.4f,\"device_allocations\":%llu,\"unmatched_frees\":%llu,\"ns_per_op\":%.1f}\n",
-      device.name().c_str(), static_cast<unsigned long long>(r.operations), r.streams,
+      device.name().c_str(), policy.c_str(), static_cast<unsigned long long>(r.operations), r.streams,
       std::string(free_point_name(r.free_point)).c_str(), static_cast<unsigned long long>(r.peak_live_bytes),
       static_cast<unsigned long long>(r.peak_reserved_bytes), ratio(r.peak_reserved_bytes, r.peak_live_bytes),
       static_cast<unsigned long long>(r.original_peak_reserved_bytes),
@@ -68,10 +92,11 @@ void print_json(const replay_result& r, const Device& device) {
       static_cast<unsigned long long>(r.unmatched_frees), r.ns_per_op);
 }
 
-void print_text(const std::string& path, const replay_result& r, const Device& device) {
+void print_text(const std::string& path, const replay_result& r, const Device& device, const std::string& policy) {
   constexpr double mib = 1 << 20;
   std::printf("%s: %llu operations on %zu stream(s), replayed on %s\n", path.c_str(),
               static_cast<unsigned long long>(r.operations), r.streams, device.name().c_str());
+  std::printf("segments: %s\n", policy.c_str());
   std::printf("frees replayed at %s%s\n", std::string(free_point_name(r.free_point)).c_str(),
               r.free_point == replay_free_point::requested
                   ? " (when the program freed; streamsafe applies its own stream-ordering rules)"
@@ -114,12 +139,14 @@ int run_replay(const std::vector<std::string>& argv) {
       parsed.has("conf") ? parse_alloc_conf(*parsed.value("conf")) : alloc_options_from_env();
   const std::vector<trace_event> events = load_alloc_trace(path);
   const Device device = replay_device(parsed.value_or("backend", "sim"), events);
-  const replay_result result = replay_alloc_trace(
-      events, device, options, free_point == "requested" ? replay_free_point::requested : replay_free_point::completed);
+  const replay_result result =
+      replay_alloc_trace(events, device, options,
+                         free_point == "requested" ? replay_free_point::requested : replay_free_point::completed,
+                         progress_printer(events.size()));
   if (parsed.has("json")) {
-    print_json(result, device);
+    print_json(result, device, policy_of(options));
   } else {
-    print_text(path, result, device);
+    print_text(path, result, device, policy_of(options));
   }
   return 0;
 }

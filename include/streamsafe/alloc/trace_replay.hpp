@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,12 +64,17 @@ struct replay_result {
   replay_free_point free_point = replay_free_point::requested;
 };
 
+/// Told now and then how many of the events a replay has gone through, and how many there are.
+using replay_progress = std::function<void(std::size_t done, std::size_t total)>;
+
 /// Replays `events` through a caching_allocator on `device` (one Stream per trace stream id).
 /// Allocations still live at the end are freed; frees of addresses never allocated (the trace
 /// began mid-run) are skipped and counted. Throws parse_error (with the line) for an alloc of an
-/// address that is still live, out_of_memory when the device is too small.
+/// address that is still live, out_of_memory when the device is too small. `progress`, when
+/// given, is called every 65,536 events and at the end.
 [[nodiscard]] replay_result replay_alloc_trace(const std::vector<trace_event>& events, const Device& device,
                                                const allocator_options& options,
-                                               replay_free_point free_point = replay_free_point::requested);
+                                               replay_free_point free_point = replay_free_point::requested,
+                                               const replay_progress& progress = {});
 
 }  // namespace streamsafe
