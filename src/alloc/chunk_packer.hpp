@@ -61,6 +61,11 @@ class chunk_packer {
   [[nodiscard]] std::vector<physical_handle> remove_all();
 
   [[nodiscard]] physical_handle handle(std::size_t chunk) const { return chunks_[chunk].handle; }
+  /// Whether `chunk` is held and has no byte in use: any such chunk serves a plan's piece in one
+  /// as well as another.
+  [[nodiscard]] bool is_wholly_free(std::size_t chunk) const noexcept {
+    return chunk < chunks_.size() && chunks_[chunk].held && wholly_free(chunks_[chunk]);
+  }
   [[nodiscard]] std::size_t chunks_held() const noexcept { return held_; }
   [[nodiscard]] std::size_t wholly_free_chunks() const noexcept { return wholly_free_.size(); }
   [[nodiscard]] std::size_t free_bytes() const noexcept;  // in every chunk held

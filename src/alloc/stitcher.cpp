@@ -26,8 +26,10 @@ stitched_window stitcher::stitch(const chunk_packer::plan& planned) {
     for (const physical_handle handle : fresh) source_.release_physical(handle, granularity);
     throw;
   }
+  chunk_packer::plan placed = planned;
+  if (fresh.empty()) align_to_dormant(placed);
   stitched_window result;
-  result.pieces = packer_.take(planned, fresh);
+  result.pieces = packer_.take(placed, fresh);
   std::vector<std::size_t> chunks(result.pieces.size());
   std::transform(result.pieces.begin(), result.pieces.end(), chunks.begin(), [](const chunk_piece& p) { return p.chunk; });
   // A new chunk is in no mapping yet; otherwise a dormant mapping may hold these chunks in order.
@@ -65,6 +67,52 @@ chunk_mapping stitcher::map_new(const std::vector<std::size_t>& chunks) {
     throw;
   }
   return mapping;
+}
+
+void stitcher::align_to_dormant(chunk_packer::plan& planned) const {
+  constexpr std::size_t looks = 16;  // bounded, as find_dormant
+  std::vector<chunk_piece*> pieces;
+  for (chunk_packer::planned_piece& p : planned.pieces) pieces.push_back(&p.piece);
+  const auto interchangeable = [&](std::size_t i) { return packer_.is_wholly_free(pieces[i]->chunk); };
+  // Whether `mapping`, from slot `first` on, holds the plan's fixed chunks where the plan has
+  // them and distinct wholly free chunks elsewhere; if so, the plan takes those.
+  const auto adopt = [&](const std::vector<std::size_t>& slots, std::ptrdiff_t first) {
+    if (first < 0 || static_cast<std::size_t>(first) + pieces.size() > slots.size()) return false;
+    std::vector<std::size_t> chosen;
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      const std::size_t chunk = slots[static_cast<std::size_t>(first) + i];
+      if (!interchangeable(i)) {
+        if (chunk != pieces[i]->chunk) return false;
+      } else if (!packer_.is_wholly_free(chunk) || std::find(chosen.begin(), chosen.end(), chunk) != chosen.end()) {
+        return false;
+      } else {
+        chosen.push_back(chunk);
+      }
+    }
+    for (std::size_t i = 0, next = 0; i < pieces.size(); ++i) {
+      if (interchangeable(i)) pieces[i]->chunk = chosen[next++];
+    }
+    return true;
+  };
+  std::size_t anchor = 0;
+  while (anchor < pieces.size() && interchangeable(anchor)) ++anchor;
+  std::size_t looked = 0;
+  if (anchor < pieces.size()) {  // a partly used chunk pins where the plan sits in a mapping
+    auto [first, last] = dormant_by_chunk_.equal_range(pieces[anchor]->chunk);
+    for (; first != last && looked < looks; ++first, ++looked) {
+      const std::vector<std::size_t>& slots = first->second->chunks;
+      for (std::size_t slot = 0; slot < slots.size(); ++slot) {
+        const auto start = static_cast<std::ptrdiff_t>(slot) - static_cast<std::ptrdiff_t>(anchor);
+        if (slots[slot] == pieces[anchor]->chunk && adopt(slots, start)) return;
+      }
+    }
+    return;
+  }
+  for (auto it = dormant_.rbegin(); it != dormant_.rend() && looked < looks; ++it, ++looked) {  // newest first
+    for (std::size_t slot = 0; slot + pieces.size() <= it->chunks.size(); ++slot) {
+      if (adopt(it->chunks, static_cast<std::ptrdiff_t>(slot))) return;
+    }
+  }
 }
 
 std::pair<stitcher::dormant_list::iterator, std::size_t> stitcher::find_dormant(const std::vector<std::size_t>& chunks) {

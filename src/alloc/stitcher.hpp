@@ -62,6 +62,9 @@ class stitcher {
   /// the slot where they start; {end, 0} when there is none.
   [[nodiscard]] std::pair<dormant_list::iterator, std::size_t> find_dormant(const std::vector<std::size_t>& chunks);
   [[nodiscard]] chunk_mapping map_new(const std::vector<std::size_t>& chunks);
+  /// Swaps the plan's wholly free chunks (any serves as well as another) for the ones a dormant
+  /// mapping holds around the plan's other chunks, so that the mapping can be taken over.
+  void align_to_dormant(chunk_packer::plan& planned) const;
   [[nodiscard]] chunk_mapping take_dormant(dormant_list::iterator it);  // out of the dormant set
   /// Unmaps the first `mapped` of `slots` slots at `base`, then gives all their addresses back.
   void unmap(std::uintptr_t base, std::size_t mapped, std::size_t slots);
