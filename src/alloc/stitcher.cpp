@@ -26,17 +26,18 @@ stitched_window stitcher::stitch(const chunk_packer::plan& planned) {
     for (const physical_handle handle : fresh) source_.release_physical(handle, granularity);
     throw;
   }
+  // A new chunk is in no mapping yet; otherwise a dormant mapping may hold these chunks in order.
   chunk_packer::plan placed = planned;
-  if (fresh.empty()) align_to_dormant(placed);
+  dormant_match match{dormant_.end(), 0};
+  if (fresh.empty()) match = align_to_dormant(placed);
   stitched_window result;
   result.pieces = packer_.take(placed, fresh);
   std::vector<std::size_t> chunks(result.pieces.size());
   std::transform(result.pieces.begin(), result.pieces.end(), chunks.begin(), [](const chunk_piece& p) { return p.chunk; });
-  // A new chunk is in no mapping yet; otherwise a dormant mapping may hold these chunks in order.
-  if (const auto [found, slot] = fresh.empty() ? find_dormant(chunks) : std::pair(dormant_.end(), std::size_t{0});
-      found != dormant_.end()) {
-    result.window = take_dormant(found);
-    result.first_slot = slot;
+  if (fresh.empty() && match.first == dormant_.end()) match = find_dormant(chunks);
+  if (match.first != dormant_.end()) {
+    result.window = take_dormant(match.first);
+    result.first_slot = match.second;
   } else {
     try {
       result.window = map_new(chunks);
@@ -69,11 +70,15 @@ chunk_mapping stitcher::map_new(const std::vector<std::size_t>& chunks) {
   return mapping;
 }
 
-void stitcher::align_to_dormant(chunk_packer::plan& planned) const {
+stitcher::dormant_match stitcher::align_to_dormant(chunk_packer::plan& planned) {
   constexpr std::size_t looks = 16;  // bounded, as find_dormant
   std::vector<chunk_piece*> pieces;
-  for (chunk_packer::planned_piece& p : planned.pieces) pieces.push_back(&p.piece);
-  const auto interchangeable = [&](std::size_t i) { return packer_.is_wholly_free(pieces[i]->chunk); };
+  std::vector<bool> interchangeable_at;
+  for (chunk_packer::planned_piece& p : planned.pieces) {
+    pieces.push_back(&p.piece);
+    interchangeable_at.push_back(packer_.is_wholly_free(p.piece.chunk));
+  }
+  const auto interchangeable = [&](std::size_t i) { return interchangeable_at[i]; };
   // Whether `mapping`, from slot `first` on, holds the plan's fixed chunks where the plan has
   // them and distinct wholly free chunks elsewhere; if so, the plan takes those.
   const auto adopt = [&](const std::vector<std::size_t>& slots, std::ptrdiff_t first) {
@@ -103,19 +108,22 @@ void stitcher::align_to_dormant(chunk_packer::plan& planned) const {
       const std::vector<std::size_t>& slots = first->second->chunks;
       for (std::size_t slot = 0; slot < slots.size(); ++slot) {
         const auto start = static_cast<std::ptrdiff_t>(slot) - static_cast<std::ptrdiff_t>(anchor);
-        if (slots[slot] == pieces[anchor]->chunk && adopt(slots, start)) return;
+        if (slots[slot] == pieces[anchor]->chunk && adopt(slots, start)) {
+          return {first->second, static_cast<std::size_t>(start)};
+        }
       }
     }
-    return;
+    return {dormant_.end(), 0};
   }
   for (auto it = dormant_.rbegin(); it != dormant_.rend() && looked < looks; ++it, ++looked) {  // newest first
     for (std::size_t slot = 0; slot + pieces.size() <= it->chunks.size(); ++slot) {
-      if (adopt(it->chunks, static_cast<std::ptrdiff_t>(slot))) return;
+      if (adopt(it->chunks, static_cast<std::ptrdiff_t>(slot))) return {std::prev(it.base()), slot};
     }
   }
+  return {dormant_.end(), 0};
 }
 
-std::pair<stitcher::dormant_list::iterator, std::size_t> stitcher::find_dormant(const std::vector<std::size_t>& chunks) {
+stitcher::dormant_match stitcher::find_dormant(const std::vector<std::size_t>& chunks) {
   constexpr int looks = 16;  // bounded: a match saves map calls, it need not be found at all costs
   auto [first, last] = dormant_by_chunk_.equal_range(chunks.front());
   for (int look = 0; first != last && look < looks; ++first, ++look) {

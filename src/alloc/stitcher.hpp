@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <list>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "alloc/chunk_packer.hpp"
@@ -56,17 +57,19 @@ class stitcher {
 
  private:
   using dormant_list = std::list<chunk_mapping>;
+  using dormant_match = std::pair<dormant_list::iterator, std::size_t>;  // a mapping, the plan's first slot
   struct retired_batch {
     PooledEvent done;
     std::vector<chunk_mapping> mappings;
   };
-  /// A dormant mapping holding `chunks` in consecutive slots, taken out of the dormant set, and
-  /// the slot where they start; {end, 0} when there is none.
-  [[nodiscard]] std::pair<dormant_list::iterator, std::size_t> find_dormant(const std::vector<std::size_t>& chunks);
+  /// A dormant mapping holding `chunks` in consecutive slots, and the slot where they start;
+  /// {end, 0} when there is none.
+  [[nodiscard]] dormant_match find_dormant(const std::vector<std::size_t>& chunks);
   [[nodiscard]] chunk_mapping map_new(const std::vector<std::size_t>& chunks);
   /// Swaps the plan's wholly free chunks (any serves as well as another) for the ones a dormant
-  /// mapping holds around the plan's other chunks, so that the mapping can be taken over.
-  void align_to_dormant(chunk_packer::plan& planned) const;
+  /// mapping holds around the plan's other chunks; that mapping and the plan's first slot in it,
+  /// {end, 0} when no mapping fits.
+  [[nodiscard]] dormant_match align_to_dormant(chunk_packer::plan& planned);
   [[nodiscard]] chunk_mapping take_dormant(dormant_list::iterator it);  // out of the dormant set
   /// Unmaps the first `mapped` of `slots` slots at `base`, then gives all their addresses back.
   void unmap(std::uintptr_t base, std::size_t mapped, std::size_t slots);
