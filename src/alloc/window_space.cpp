@@ -29,15 +29,15 @@ std::uintptr_t window_space::acquire(std::size_t chunks) {
 
 void window_space::give_back(std::uintptr_t address, std::size_t chunks) {
   std::size_t bytes = chunks * granularity_;
-  // Coalesce with free neighbours (only within one reserved range: ranges never touch by
-  // construction of the source, and if they did, spanning them would still be valid addresses).
+  // Coalesce with free neighbours of the same reserved range: two ranges may happen to touch,
+  // but a window across them could not be granted access in one call.
   auto right = free_by_address_.lower_bound(address);
-  if (right != free_by_address_.end() && right->first == address + bytes) {
+  if (right != free_by_address_.end() && right->first == address + bytes && !starts_range(right->first)) {
     bytes += right->second;
     erase_free(right);
   }
   auto left = free_by_address_.lower_bound(address);
-  if (left != free_by_address_.begin()) {
+  if (left != free_by_address_.begin() && !starts_range(address)) {
     --left;
     if (left->first + left->second == address) {
       address = left->first;
@@ -46,6 +46,10 @@ void window_space::give_back(std::uintptr_t address, std::size_t chunks) {
     }
   }
   insert_free(address, bytes);
+}
+
+bool window_space::starts_range(std::uintptr_t address) const noexcept {
+  return std::any_of(reserved_.begin(), reserved_.end(), [&](const auto& range) { return range.first == address; });
 }
 
 void window_space::insert_free(std::uintptr_t address, std::size_t bytes) {

@@ -28,6 +28,7 @@ class window_space {
   void give_back(std::uintptr_t address, std::size_t chunks);
 
  private:
+  [[nodiscard]] bool starts_range(std::uintptr_t address) const noexcept;  // a reserved range's first address
   void insert_free(std::uintptr_t address, std::size_t bytes);
   void erase_free(std::map<std::uintptr_t, std::size_t>::iterator it);
 
