@@ -88,6 +88,16 @@ block* caching_allocator_impl::borrow(stream_pool& pool, pool_kind kind, std::si
   return nullptr;
 }
 
+void caching_allocator_impl::adopt_segment(stream_pool& pool, segment* s) {
+  pool.adopt(s);
+  owners_.add(*s, &pool);
+}
+
+void caching_allocator_impl::disown_segment(stream_pool& pool, segment* s) {
+  owners_.remove(*s);
+  pool.disown(s);
+}
+
 block* caching_allocator_impl::grow(stream_pool& pool, pool_kind kind, std::size_t rounded) {
   if (stitching()) return grow_stitched(pool, kind, rounded);
   return expandable_ ? grow_expandable(pool, kind, rounded) : grow_fixed(pool, kind, rounded);
@@ -117,8 +127,7 @@ block* caching_allocator_impl::grow_fixed(stream_pool& pool, pool_kind kind, std
   if (options_.history_capacity != 0) remember(trace_action::segment_alloc, fresh->address, bytes, pool.stream().id());
   std::lock_guard lock(pool.mutex);
   segment* adopted = fresh.release();
-  pool.adopt(adopted);
-  owners_.add(*adopted, &pool);
+  adopt_segment(pool, adopted);
   return pool.take(adopted->first, rounded, pool);
 }
 
@@ -159,8 +168,7 @@ block* caching_allocator_impl::grow_expandable(stream_pool& pool, pool_kind kind
     fresh->chunk_mapped.assign(bytes / options_.granularity, false);
     note_reserved(0, 1);
     lock.lock();
-    pool.adopt(fresh);
-    owners_.add(*fresh, &pool);
+    adopt_segment(pool, fresh);
     candidate = pool.find(kind, rounded);
   }
   const bool remap = options_.growth == expandable_growth::remap;
@@ -291,8 +299,7 @@ void caching_allocator_impl::release_free_memory(stream_pool& pool) {
     }
   }
   for (segment* s : wholly_free_fixed) {
-    owners_.remove(*s);
-    pool.disown(s);
+    disown_segment(pool, s);
     source_->deallocate(reinterpret_cast<void*>(s->address));
     note_reserved(-static_cast<std::int64_t>(s->size), -1);
     if (options_.history_capacity != 0) remember(trace_action::segment_free, s->address, s->size, pool.stream().id());

@@ -47,8 +47,7 @@ block* caching_allocator_impl::grow_stitched(stream_pool& pool, pool_kind kind, 
   fresh->kind = kind;
   fresh->stitched = true;
   fresh->window = std::move(window);
-  pool.adopt(fresh);
-  owners_.add(*fresh, &pool);
+  adopt_segment(pool, fresh);
   return pool.take(fresh->first, rounded, pool);
 }
 
@@ -59,8 +58,7 @@ void caching_allocator_impl::dissolve_free_segments(stream_pool& pool) {
     if (s->stitched && wholly_free(*s)) dissolved.push_back(s);
   }
   for (segment* s : dissolved) {
-    owners_.remove(*s);
-    pool.disown(s);
+    disown_segment(pool, s);
     pool.stitched->dissolve(std::move(s->window));
     note_reserved(0, -1);
     delete s;

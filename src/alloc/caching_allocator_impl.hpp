@@ -78,6 +78,10 @@ class caching_allocator_impl {
   [[nodiscard]] block* take_own(stream_pool& pool, pool_kind kind, std::size_t rounded);
   [[nodiscard]] block* borrow(stream_pool& pool, pool_kind kind, std::size_t rounded);
   [[nodiscard]] block* grow(stream_pool& pool, pool_kind kind, std::size_t rounded);
+  /// A new segment into the pool and the owners' map (frees from other threads find it there);
+  /// and back out. Caller holds pool.mutex.
+  void adopt_segment(stream_pool& pool, segment* s);
+  void disown_segment(stream_pool& pool, segment* s);
   [[nodiscard]] block* grow_fixed(stream_pool& pool, pool_kind kind, std::size_t rounded);
   [[nodiscard]] block* grow_expandable(stream_pool& pool, pool_kind kind, std::size_t rounded);
   [[nodiscard]] block* grow_stitched(stream_pool& pool, pool_kind kind, std::size_t rounded);
@@ -89,8 +93,8 @@ class caching_allocator_impl {
     return kind == pool_kind::small || !b.owner->stitched || b.size - rounded <= rounded / 32;
   }
   [[nodiscard]] stitcher& stitcher_of(stream_pool& pool);  // caller holds pool.mutex
-  /// Gives the bytes of the pool's wholly free stitched segments back to its chunks, and records
-  /// the event after which their windows may be unmapped. Caller holds pool.mutex.
+  /// Gives the bytes of the pool's wholly free stitched segments back to its chunks; their
+  /// mappings stay, dormant (see stitcher). Caller holds pool.mutex.
   void dissolve_free_segments(stream_pool& pool);
   /// Dissolves, unmaps and releases what the pool's stitched memory holds free; the stream is
   /// synchronized. Caller holds pool.mutex.
