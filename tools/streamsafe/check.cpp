@@ -1,7 +1,5 @@
 // streamsafe check FILE [--json] [--enforce]: runs the hazard engine over a recorded op log.
 // Exit 0: no hazards; 1: hazards found (informational findings alone do not count); 2: bad input.
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +9,7 @@
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "progress_line.hpp"
 #include "streamsafe/error.hpp"
 #include "streamsafe/hazard/oplog_check.hpp"
 #include "streamsafe/hazard/report_text.hpp"
@@ -31,11 +30,10 @@ constexpr std::uintmax_t progress_min_bytes = 64ULL << 20;
 std::function<void(std::uint64_t)> progress_printer(const std::string& path) {
   std::error_code ignored;
   const std::uintmax_t total = std::filesystem::file_size(path, ignored);
-  if (::isatty(STDERR_FILENO) == 0 || ignored || total < progress_min_bytes) return {};
-  return [total](std::uint64_t bytes) {
-    std::fprintf(stderr, "\rstreamsafe check: %3d%% of %.1f MiB", static_cast<int>(100.0 * static_cast<double>(bytes) / static_cast<double>(total)),
-                 static_cast<double>(total) / (1 << 20));
-  };
+  if (ignored || total < progress_min_bytes) return {};
+  char size[32];
+  std::snprintf(size, sizeof size, "%.1f MiB", static_cast<double>(total) / (1 << 20));
+  return progress_line("check", total, size);
 }
 
 void print_json(std::uint64_t ops, const std::vector<hazard::hazard>& found) {

@@ -2,16 +2,16 @@
 // replays an allocation trace (GUIDE.md section 5) through the caching allocator and prints
 // peak live bytes, peak reserved bytes, their ratio, device allocations and ns per op.
 // Exit 0: replayed; 2: bad input (a malformed line names its line number).
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "progress_line.hpp"
 #include "streamsafe/alloc/allocator_options.hpp"
 #include "streamsafe/alloc/trace_replay.hpp"
 #include "streamsafe/device.hpp"
@@ -68,11 +68,10 @@ std::string policy_of(const allocator_options& options) {
 constexpr std::size_t progress_min_events = std::size_t{1} << 20;
 
 replay_progress progress_printer(std::size_t events) {
-  if (::isatty(STDERR_FILENO) == 0 || events < progress_min_events) return {};
-  return [](std::size_t done, std::size_t total) {
-    std::fprintf(stderr, "\rstreamsafe replay: %3d%% of %zu events", static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total)), total);
-    if (done == total) std::fputc('\n', stderr);
-  };
+  if (events < progress_min_events) return {};
+  auto line = progress_line("replay", events, std::to_string(events) + " events");
+  if (!line) return {};
+  return [line = std::move(line)](std::size_t done, std::size_t) { line(done); };
 }
 
 double ratio(std::uint64_t reserved, std::uint64_t live) {
@@ -139,10 +138,12 @@ int run_replay(const std::vector<std::string>& argv) {
       parsed.has("conf") ? parse_alloc_conf(*parsed.value("conf")) : alloc_options_from_env();
   const std::vector<trace_event> events = load_alloc_trace(path);
   const Device device = replay_device(parsed.value_or("backend", "sim"), events);
+  const replay_progress progress = progress_printer(events.size());
   const replay_result result =
       replay_alloc_trace(events, device, options,
                          free_point == "requested" ? replay_free_point::requested : replay_free_point::completed,
-                         progress_printer(events.size()));
+                         progress);
+  if (progress) std::cerr << '\n';
   if (parsed.has("json")) {
     print_json(result, device, policy_of(options));
   } else {
