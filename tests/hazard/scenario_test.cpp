@@ -50,6 +50,7 @@ const std::vector<scenario> scenarios = {
     {"four_stream_chain", {{race, 12, 17}}, {1, 0, 0}},
     {"redundant_wait", {{hazard_kind::redundant_wait, 7, 7}}, {0, 0, 0}},
     {"use_after_free", {{hazard_kind::use_after_free, 5, 6}}, {0, 0, 0}},
+    {"reuse_on_other_stream", {{reuse_race, 5, 8}}, {1, 0, 0}},
 };
 
 std::vector<expected_finding> found(const std::vector<hazard>& hazards) {
