@@ -45,65 +45,54 @@ class rss_probe {
 
 byte_range bytes_of(std::uint64_t index) { return byte_range{4096 * (index + 1), 1024}; }
 
-// Events live for one hand-off: recorded on a producer, waited on by a consumer, destroyed.
-void BM_Memory_Events(benchmark::State& state) {
+/// Runs step(model, site, i) for each iteration i on a fresh engine under an RSS probe, then
+/// reports the engine's sizes: what is still tracked at the end.
+template <typename Step>
+void measure(benchmark::State& state, Step&& step) {
   engine model(policy::report);
   const op_site site{model.label("op", "bench.cpp:1"), 1};
   rss_probe probe(state);
   std::uint64_t i = 0;
   for (auto _ : state) {
     probe.tick(i);
-    const stream_id producer{i % 4};
-    const event_id event{i};
-    (void)model.access(producer, {}, std::array{bytes_of(i % 4)}, site);
-    model.event_record(event, producer, site);
-    model.stream_wait_event(stream_id{(i + 1) % 4}, event, site);
-    model.event_destroy(event, site);
-    ++i;
+    step(model, site, i++);
   }
   probe.finish();
-  state.counters["events_tracked"] = static_cast<double>(model.events_tracked());
   state.counters["hazards"] = static_cast<double>(model.hazards().size());
+  state.counters["count"] = model.hazards().empty() ? 0.0 : static_cast<double>(model.hazards()[0].count);
+  state.counters["events_tracked"] = static_cast<double>(model.events_tracked());
+  state.counters["stream_slots"] = static_cast<double>(model.stream_slots());
+}
+
+// Events live for one hand-off: recorded on a producer, waited on by a consumer, destroyed.
+void BM_Memory_Events(benchmark::State& state) {
+  measure(state, [](engine& model, op_site site, std::uint64_t i) {
+    (void)model.access(stream_id{i % 4}, {}, std::array{bytes_of(i % 4)}, site);
+    model.event_record(event_id{i}, stream_id{i % 4}, site);
+    model.stream_wait_event(stream_id{(i + 1) % 4}, event_id{i}, site);
+    model.event_destroy(event_id{i}, site);
+  });
 }
 BENCHMARK(BM_Memory_Events)->Iterations(10'000'000)->Unit(benchmark::kMillisecond);
 
 // Each stream lives for one op: it writes one of 4 buffers, the host syncs it, it is destroyed.
 void BM_Memory_ShortLivedStreams(benchmark::State& state) {
-  engine model(policy::report);
-  const op_site site{model.label("op", "bench.cpp:2"), 1};
-  rss_probe probe(state);
-  std::uint64_t i = 0;
-  for (auto _ : state) {
-    probe.tick(i);
-    const stream_id stream{1000 + i};
-    (void)model.access(stream, {}, std::array{bytes_of(i % 4)}, site);
-    model.stream_sync(stream, site);
-    model.stream_destroy(stream, site);
-    ++i;
-  }
-  probe.finish();
-  state.counters["stream_slots"] = static_cast<double>(model.stream_slots());
-  state.counters["hazards"] = static_cast<double>(model.hazards().size());
+  measure(state, [](engine& model, op_site site, std::uint64_t i) {
+    (void)model.access(stream_id{1000 + i}, {}, std::array{bytes_of(i % 4)}, site);
+    model.stream_sync(stream_id{1000 + i}, site);
+    model.stream_destroy(stream_id{1000 + i}, site);
+  });
 }
 BENCHMARK(BM_Memory_ShortLivedStreams)->Iterations(1'000'000)->Unit(benchmark::kMillisecond);
 
 // The same missing wait every iteration, collected (no sink): one hazard with its count.
 void BM_Memory_RepeatedBug(benchmark::State& state) {
-  engine model(policy::report);
-  const op_site fill{model.label("fill", "bench.cpp:3"), 1};
-  const op_site consume{model.label("consume", "bench.cpp:4"), 2};
-  const op_site sync{model.label("device_sync", "bench.cpp:5"), 3};
-  rss_probe probe(state);
-  std::uint64_t i = 0;
-  for (auto _ : state) {
-    probe.tick(i++);
+  measure(state, [](engine& model, op_site fill, std::uint64_t) {
+    const op_site consume{model.label("consume", "bench.cpp:2"), 2};
     (void)model.access(stream_id{1}, {}, std::array{bytes_of(0)}, fill);
     (void)model.access(stream_id{2}, std::array{bytes_of(0)}, {}, consume);
-    model.device_sync(sync);
-  }
-  probe.finish();
-  state.counters["hazards"] = static_cast<double>(model.hazards().size());
-  state.counters["count"] = model.hazards().empty() ? 0.0 : static_cast<double>(model.hazards()[0].count);
+    model.device_sync(fill);
+  });
 }
 BENCHMARK(BM_Memory_RepeatedBug)->Iterations(1'000'000)->Unit(benchmark::kMillisecond);
 
