@@ -66,24 +66,28 @@ void measure(benchmark::State& state, Step&& step) {
 
 // Events live for one hand-off: recorded on a producer, waited on by a consumer, destroyed.
 void BM_Memory_Events(benchmark::State& state) {
-  measure(state, [](engine& model, op_site site, std::uint64_t i) {
+  measure(state, [&](engine& model, op_site site, std::uint64_t i) {
     (void)model.access(stream_id{i % 4}, {}, std::array{bytes_of(i % 4)}, site);
     model.event_record(event_id{i}, stream_id{i % 4}, site);
     model.stream_wait_event(stream_id{(i + 1) % 4}, event_id{i}, site);
-    model.event_destroy(event_id{i}, site);
+    if (state.range(0) == 1) model.event_destroy(event_id{i}, site);
   });
 }
-BENCHMARK(BM_Memory_Events)->Iterations(10'000'000)->Unit(benchmark::kMillisecond);
+// Arg 1: events destroyed. Arg 0, the control: never destroyed, so memory must grow.
+BENCHMARK(BM_Memory_Events)->Arg(1)->Iterations(10'000'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Memory_Events)->Arg(0)->Iterations(1'000'000)->Unit(benchmark::kMillisecond);
 
 // Each stream lives for one op: it writes one of 4 buffers, the host syncs it, it is destroyed.
 void BM_Memory_ShortLivedStreams(benchmark::State& state) {
-  measure(state, [](engine& model, op_site site, std::uint64_t i) {
+  measure(state, [&](engine& model, op_site site, std::uint64_t i) {
     (void)model.access(stream_id{1000 + i}, {}, std::array{bytes_of(i % 4)}, site);
     model.stream_sync(stream_id{1000 + i}, site);
-    model.stream_destroy(stream_id{1000 + i}, site);
+    if (state.range(0) == 1) model.stream_destroy(stream_id{1000 + i}, site);
   });
 }
-BENCHMARK(BM_Memory_ShortLivedStreams)->Iterations(1'000'000)->Unit(benchmark::kMillisecond);
+// Arg 1: streams destroyed. Arg 0, the control: never destroyed, so every clock grows.
+BENCHMARK(BM_Memory_ShortLivedStreams)->Arg(1)->Iterations(1'000'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Memory_ShortLivedStreams)->Arg(0)->Iterations(5'000)->Unit(benchmark::kMillisecond);
 
 // The same missing wait every iteration, collected (no sink): one hazard with its count.
 void BM_Memory_RepeatedBug(benchmark::State& state) {

@@ -235,6 +235,21 @@ TEST_F(ReuseTest, EnforceMakesTheOtherStreamWaitOnTheAllocationStream) {
   EXPECT_TRUE(model.hazards().empty());
 }
 
+TEST_F(ReuseTest, EnforceWaitsOnTheAllocationStreamNotTheOldUser) {
+  model.set_mode(policy::enforce);
+  model.alloc(block, 64, a, at("alloc"));
+  model.event_record(e1, a, at("rec"));
+  model.stream_wait_event(b, e1, at("wait"));
+  write(b, {block, 64}, "b_write");
+  model.record_stream(block, b, at("record_stream"));
+  (void)model.free(block, at("free"));
+  model.alloc(block, 64, a, at("alloc"));
+  const auto inserted = model.access(c, {}, std::array{byte_range{block, 64}}, at("c_write"));
+  ASSERT_EQ(inserted.size(), 1U);
+  EXPECT_EQ(inserted[0], (insertion{insertion_kind::stream_wait, c, a, 0}));
+  EXPECT_TRUE(model.hazards().empty());
+}
+
 TEST_F(EngineTest, ARepeatedBugIsReportedOnceWithItsCount) {
   for (int i = 0; i < 100; ++i) {
     write(a, {0, 64}, "fill");
