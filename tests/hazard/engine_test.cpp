@@ -238,6 +238,7 @@ TEST_F(ReuseTest, EnforceMakesTheOtherStreamWaitOnTheAllocationStream) {
 TEST_F(ReuseTest, EnforceWaitsOnTheAllocationStreamNotTheOldUser) {
   model.set_mode(policy::enforce);
   model.alloc(block, 64, a, at("alloc"));
+  write(a, {block, 64}, "a_write");
   model.event_record(e1, a, at("rec"));
   model.stream_wait_event(b, e1, at("wait"));
   write(b, {block, 64}, "b_write");
