@@ -224,6 +224,8 @@ struct engine::impl {
 
   void emit_found(agent_slot agent, op_site site) {
     for (const auto& f : found.all()) {
+      const site_pair key{f.kind, f.first.label, site.label};
+      if (is_repeat(key)) continue;
       hazard report;
       report.kind = f.kind;
       const bool after_free = f.kind == hazard_kind::use_after_free;
@@ -235,35 +237,40 @@ struct engine::impl {
         report.free_op = resolve(as_access(f.freed_by), op_role::free);
       }
       if (f.allocation) report.alloc_op = resolve(*f.allocation, op_role::write);
-      emit(report, site_pair{f.kind, f.first.label, site.label});
+      emit(report, key);
     }
   }
 
   void emit_wait_finding(hazard_kind kind, agent_slot stream, event_id event, op_site site) {
+    const site_pair key{kind, site.label, site.label};
+    if (is_repeat(key)) return;
     hazard report;
     report.kind = kind;
     report.first = resolve(access_record{stream, site.label, epoch{0}, site.line, access_mode::read}, op_role::wait);
     report.second = report.first;
     report.event = static_cast<std::uint64_t>(event);
-    emit(report, site_pair{kind, site.label, site.label});
+    emit(report, key);
   }
 
-  // A repeated bug is counted, not reported again: a long run's memory stays bounded.
-  void emit(const hazard& report, const site_pair& key) {
+  // A repeated bug is counted, not reported again: a long run's memory stays bounded. True when
+  // the site pair was reported before (its count is raised).
+  bool is_repeat(const site_pair& key) {
     auto [it, first_time] = reported.try_emplace(key, not_collected, 0);
     auto& [index, count] = it->second;
     ++count;
-    if (!first_time) {
-      if (index != not_collected) collected[index].count = count;
-      return;
-    }
+    if (!first_time && index != not_collected) collected[index].count = count;
+    return !first_time;
+  }
+
+  void emit(const hazard& report, const site_pair& key) {
     if (sink) {
       sink(report);
-    } else {
-      index = collected.size();
-      collected.push_back(report);
+      return;
     }
+    reported.at(key).first = collected.size();
+    collected.push_back(report);
   }
+
 };
 
 engine::engine(policy mode) : impl_(std::make_unique<impl>(mode)) {}
