@@ -72,8 +72,8 @@ void agent_table::enqueue(agent_slot stream) {
 std::string agent_table::display_name(agent_slot slot) const {
   if (slot == host_slot) return "host";
   const auto& agent = at(slot);
-  if (!agent.name.empty()) return agent.name;
-  return "stream " + std::to_string(static_cast<std::uint64_t>(agent.id));
+  const std::string name = agent.name.empty() ? "stream " + std::to_string(static_cast<std::uint64_t>(agent.id)) : agent.name;
+  return agent.destroyed ? name + " (destroyed)" : name;  // its id may name a new stream now
 }
 
 }  // namespace streamsafe::hazard::detail

@@ -56,7 +56,8 @@ class agent_table {
   void hold(agent_slot stream) noexcept { ++at(stream).allocations; }
   void release(agent_slot stream);
 
-  /// "host", the stream's name, or "stream N" for an unnamed stream.
+  /// "host", the stream's name, or "stream N" for an unnamed stream; " (destroyed)" follows the
+  /// name of a destroyed stream.
   [[nodiscard]] std::string display_name(agent_slot slot) const;
 
  private:

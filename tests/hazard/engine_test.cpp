@@ -310,6 +310,7 @@ TEST_F(StreamDestroyTest, ADestroyedStreamsUnfinishedWorkStillRaces) {
   write(stream_id{9}, {0, 64}, "new_write");  // a new stream: a's write may still be running
   ASSERT_EQ(kinds(), std::vector{hazard_kind::race});
   EXPECT_EQ(model.hazards()[0].first.op, "last_write");
+  EXPECT_EQ(model.hazards()[0].first.stream, "stream 1 (destroyed)");
   EXPECT_EQ(model.stream_slots(), 2U);  // a's slot was not recycled
 }
 
