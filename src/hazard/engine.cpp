@@ -2,6 +2,7 @@
 // test itself is in detect.hpp; building report text is in report_text.cpp.
 #include "streamsafe/hazard/engine.hpp"
 
+#include <optional>
 #include <unordered_map>
 
 #include "hazard/agents.hpp"
@@ -20,12 +21,31 @@ namespace {
 struct event_state {
   vector_clock clock;  // a copy of the recording stream's clock at the record
 };
+
+/// What makes two findings the same bug: the kind and the call sites of both ops.
+struct site_pair {
+  hazard_kind kind{};
+  label_id first{};
+  label_id second{};
+  friend bool operator==(const site_pair&, const site_pair&) = default;
+};
+struct site_pair_hash {
+  std::size_t operator()(const site_pair& key) const noexcept {
+    const auto first = static_cast<std::uint64_t>(key.first);
+    const auto second = static_cast<std::uint64_t>(key.second);
+    return std::hash<std::uint64_t>{}((first << 32 | second) * 8 + static_cast<std::uint64_t>(key.kind));
+  }
+};
+constexpr std::size_t not_collected = static_cast<std::size_t>(-1);
 }  // namespace
 
 struct engine::impl {
   policy mode;
   std::function<void(const hazard&)> sink;
   std::vector<hazard> collected;
+  /// Each site pair reported so far: its index in `collected` (not_collected when it went to the
+  /// sink) and how often it was found. Bounded by the program's call sites, not its length.
+  std::unordered_map<site_pair, std::pair<std::size_t, std::uint64_t>, site_pair_hash> reported;
   insertion_counts counts;
   std::vector<insertion> inserted_now;  // by the current call; what the call returns
   oplog_writer* recorder = nullptr;
@@ -60,14 +80,15 @@ struct engine::impl {
   void touch(agent_slot agent, byte_range range, access_mode mode_, epoch now, op_site site) {
     const current_access access{agents.at(agent).clock, access_record{agent, site.label, now, site.line, mode_}};
     shadow.update(range, [&](shadow_cell& cell, byte_range piece) {
-      find_conflicts(cell, access, [&](hazard_kind kind, const access_record& earlier) {
-        found.note(kind, earlier, mode_, piece, cell.freed_by);
+      find_conflicts(cell, access, [&](hazard_kind kind, const access_record& earlier, const access_record* allocation) {
+        found.note(kind, earlier, mode_, piece, cell.freed_by, allocation);
       });
       if (cell.state != lifetime_state::freed) record_access(cell, access);
     });
   }
 
-  // enforce: every agent this access conflicts with gets waited for before the access.
+  // enforce: every agent this access conflicts with gets waited for before the access; for a
+  // block used off its allocation stream, that is the allocation stream (after the allocation).
   void insert_missing_waits(agent_slot agent, std::span<const byte_range> reads, std::span<const byte_range> writes,
                             epoch now) {
     std::vector<agent_slot> producers;
@@ -75,9 +96,10 @@ struct engine::impl {
       const current_access access{agents.at(agent).clock, access_record{agent, label_id{}, now, 0, mode_}};
       for (const auto& range : ranges) {
         shadow.visit(range, [&](const shadow_cell& cell, byte_range) {
-          find_conflicts(cell, access, [&](hazard_kind kind, const access_record& earlier) {
-            if (kind != hazard_kind::use_after_free && std::find(producers.begin(), producers.end(), earlier.agent) == producers.end()) {
-              producers.push_back(earlier.agent);
+          find_conflicts(cell, access, [&](hazard_kind kind, const access_record& earlier, const access_record* allocation) {
+            const agent_slot producer = allocation != nullptr ? allocation->agent : earlier.agent;
+            if (kind != hazard_kind::use_after_free && std::find(producers.begin(), producers.end(), producer) == producers.end()) {
+              producers.push_back(producer);
             }
           });
         });
@@ -111,7 +133,10 @@ struct engine::impl {
     for (const agent_slot stream : block.recorded) release.join(agents.at(stream).clock);
     if (mode == policy::enforce) insert_missing_records(block, release);
     const free_record freed{site.label, site.line, ptr};
-    shadow.update(block.bytes(), [&](shadow_cell& cell, byte_range) { retire(cell, release, freed); });
+    const release_point point{release, agents.host_clock()};
+    shadow.update(block.bytes(), [&](shadow_cell& cell, byte_range) { retire(cell, point, freed); });
+    agents.release(block.stream);
+    for (const agent_slot stream : block.recorded) agents.release(stream);
     allocations.remove(ptr);
     return inserted_now;
   }
@@ -131,20 +156,36 @@ struct engine::impl {
     for (const agent_slot stream : missing) {
       release.join(agents.at(stream).clock);
       block.recorded.push_back(stream);
+      agents.hold(stream);
       ++counts.record_streams;
       inserted_now.push_back(insertion{insertion_kind::record_stream, {}, agents.at(stream).id, block.first});
     }
   }
 
-  void alloc_block(std::uint64_t ptr, std::uint64_t size, agent_slot stream) {
+  // Bytes that keep old-lifetime accesses get the allocation as an op of its stream: the release
+  // point orders that stream's later ops, and whatever is ordered after this op, nothing else.
+  void alloc_block(std::uint64_t ptr, std::uint64_t size, agent_slot stream, op_site site) {
     const allocation& block = allocations.add(ptr, size, stream);
-    shadow.update(block.bytes(), [](shadow_cell& cell, byte_range) { cell.state = lifetime_state::live; });
+    agents.hold(stream);
+    std::optional<access_record> allocated;
+    shadow.update(block.bytes(), [&](shadow_cell& cell, byte_range) {
+      cell.state = lifetime_state::live;
+      if (cell.retired.empty()) return;
+      if (!allocated) allocated = allocation_op(stream, site);
+      cell.allocated = allocated;
+    });
+  }
+
+  [[nodiscard]] access_record allocation_op(agent_slot stream, op_site site) {
+    agents.enqueue(stream);
+    return access_record{stream, site.label, agents.at(stream).clock.tick(stream), site.line, access_mode::write};
   }
 
   void record_stream_on(std::uint64_t ptr, agent_slot stream) {
     allocation& block = allocations.containing(ptr);
     if (std::find(block.recorded.begin(), block.recorded.end(), stream) == block.recorded.end()) {
       block.recorded.push_back(stream);
+      agents.hold(stream);
     }
   }
 
@@ -183,6 +224,8 @@ struct engine::impl {
 
   void emit_found(agent_slot agent, op_site site) {
     for (const auto& f : found.all()) {
+      const site_pair key{f.kind, f.first.label, site.label};
+      if (is_repeat(key)) continue;
       hazard report;
       report.kind = f.kind;
       const bool after_free = f.kind == hazard_kind::use_after_free;
@@ -193,26 +236,41 @@ struct engine::impl {
         report.block = f.freed_by.block;
         report.free_op = resolve(as_access(f.freed_by), op_role::free);
       }
-      emit(report);
+      if (f.allocation) report.alloc_op = resolve(*f.allocation, op_role::write);
+      emit(report, key);
     }
   }
 
   void emit_wait_finding(hazard_kind kind, agent_slot stream, event_id event, op_site site) {
+    const site_pair key{kind, site.label, site.label};
+    if (is_repeat(key)) return;
     hazard report;
     report.kind = kind;
     report.first = resolve(access_record{stream, site.label, epoch{0}, site.line, access_mode::read}, op_role::wait);
     report.second = report.first;
     report.event = static_cast<std::uint64_t>(event);
-    emit(report);
+    emit(report, key);
   }
 
-  void emit(const hazard& report) {
+  // A repeated bug is counted, not reported again: a long run's memory stays bounded. True when
+  // the site pair was reported before (its count is raised).
+  bool is_repeat(const site_pair& key) {
+    auto [it, first_time] = reported.try_emplace(key, not_collected, 0);
+    auto& [index, count] = it->second;
+    ++count;
+    if (!first_time && index != not_collected) collected[index].count = count;
+    return !first_time;
+  }
+
+  void emit(const hazard& report, const site_pair& key) {
     if (sink) {
       sink(report);
-    } else {
-      collected.push_back(report);
+      return;
     }
+    reported.at(key).first = collected.size();
+    collected.push_back(report);
   }
+
 };
 
 engine::engine(policy mode) : impl_(std::make_unique<impl>(mode)) {}
@@ -227,6 +285,8 @@ const std::vector<hazard>& engine::hazards() const noexcept { return impl_->coll
 const insertion_counts& engine::inserted() const noexcept { return impl_->counts; }
 void engine::record_to(oplog_writer* log) noexcept { impl_->recorder = log; }
 std::size_t engine::shadow_segments() const noexcept { return impl_->shadow.size(); }
+std::size_t engine::stream_slots() const noexcept { return impl_->agents.size() - 1; }
+std::size_t engine::events_tracked() const noexcept { return impl_->events.size(); }
 
 label_id engine::label(std::string_view op_name, std::string_view loc) { return impl_->labels.intern(op_name, loc); }
 
@@ -238,7 +298,7 @@ void engine::name_stream(stream_id stream, std::string_view name) {
 void engine::alloc(std::uint64_t ptr, std::uint64_t size, stream_id stream, op_site site) {
   if (!impl_->tracking()) return;
   record_op(impl_->recorder, alloc_op(ptr, size, stream, impl_->labels.loc(site.label)));
-  impl_->alloc_block(ptr, size, impl_->agents.slot_of(stream));
+  impl_->alloc_block(ptr, size, impl_->agents.slot_of(stream), site);
 }
 
 std::span<const insertion> engine::free(std::uint64_t ptr, op_site site) {
@@ -283,7 +343,7 @@ void engine::stream_wait_event(stream_id stream, event_id event, op_site site) {
 
 void engine::event_sync(event_id event, op_site site) {
   if (!impl_->tracking()) return;
-  record_op(impl_->recorder, event_sync_op(event, impl_->labels.loc(site.label)));
+  record_op(impl_->recorder, event_only_op(op_kind::event_sync, event, impl_->labels.loc(site.label)));
   auto it = impl_->events.find(static_cast<std::uint64_t>(event));
   if (it == impl_->events.end()) {
     impl_->emit_wait_finding(hazard_kind::wait_unrecorded, host_slot, event, site);
@@ -294,8 +354,20 @@ void engine::event_sync(event_id event, op_site site) {
 
 void engine::stream_sync(stream_id stream, op_site site) {
   if (!impl_->tracking()) return;
-  record_op(impl_->recorder, stream_sync_op(stream, impl_->labels.loc(site.label)));
+  record_op(impl_->recorder, stream_only_op(op_kind::stream_sync, stream, impl_->labels.loc(site.label)));
   impl_->host_joins(impl_->agents.at(impl_->agents.slot_of(stream)).clock);
+}
+
+void engine::stream_destroy(stream_id stream, op_site site) {
+  if (!impl_->tracking()) return;
+  record_op(impl_->recorder, stream_only_op(op_kind::stream_destroy, stream, impl_->labels.loc(site.label)));
+  impl_->agents.destroy(stream);
+}
+
+void engine::event_destroy(event_id event, op_site site) {
+  if (!impl_->tracking()) return;
+  record_op(impl_->recorder, event_only_op(op_kind::event_destroy, event, impl_->labels.loc(site.label)));
+  impl_->events.erase(static_cast<std::uint64_t>(event));
 }
 
 void engine::device_sync(op_site site) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "hazard/shadow_cell.hpp"
@@ -16,13 +17,14 @@ struct finding {
   access_mode second_mode = access_mode::read;
   byte_range range;
   free_record freed_by;
+  std::optional<access_record> allocation;  // reuse_race off the allocation stream: its allocation
 };
 
 class findings {
  public:
   void clear() noexcept { found_.clear(); }
   void note(hazard_kind kind, const access_record& first, access_mode second_mode, byte_range piece,
-            const free_record& freed_by) {
+            const free_record& freed_by, const access_record* allocation) {
     for (auto& seen : found_) {
       if (seen.kind == kind && seen.first == first) {
         const auto first_byte = std::min(seen.range.first, piece.first);
@@ -30,7 +32,8 @@ class findings {
         return;
       }
     }
-    found_.push_back(finding{kind, first, second_mode, piece, freed_by});
+    found_.push_back(finding{kind, first, second_mode, piece, freed_by,
+                             allocation != nullptr ? std::optional(*allocation) : std::nullopt});
   }
   [[nodiscard]] const std::vector<finding>& all() const noexcept { return found_; }
 

@@ -32,6 +32,8 @@ void apply_unchecked(engine& model, const oplog_op& op) {
     case op_kind::device_sync: model.device_sync(site); return;
     case op_kind::host_read: (void)model.host_access(op.reads, none, site); return;
     case op_kind::host_write: (void)model.host_access(none, op.writes, site); return;
+    case op_kind::stream_destroy: model.stream_destroy(stream, site); return;
+    case op_kind::event_destroy: model.event_destroy(event, site); return;
   }
 }
 

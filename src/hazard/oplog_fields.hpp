@@ -1,4 +1,4 @@
-// The fields an op log line may carry, and which ones each op needs (docs/oplog.md, v1).
+// The fields an op log line may carry, and which ones each op needs (docs/oplog.md, v2).
 #pragma once
 
 #include <array>
@@ -29,7 +29,7 @@ class field_set {
 
 /// The key of a field in the JSON text.
 [[nodiscard]] std::string_view field_key(field f) noexcept;
-/// The field a JSON key names, or nullopt for a key v1 does not know (ignored).
+/// The field a JSON key names, or nullopt for a key this version does not know (ignored).
 [[nodiscard]] std::optional<field> field_of_key(std::string_view key) noexcept;
 /// The op kind an "op" value names, or nullopt.
 [[nodiscard]] std::optional<op_kind> op_kind_of(std::string_view name) noexcept;

@@ -29,6 +29,7 @@ struct oplog_reader::impl {
   std::string line;
   std::vector<char> padded;  // the line plus SIMDJSON_PADDING bytes, as simdjson requires
   std::uint64_t line_number = 0;
+  std::uint64_t version = 0;  // of the file, from its first line
   std::uint64_t bytes = 0;
   std::vector<byte_range> reads;
   std::vector<byte_range> writes;
@@ -129,6 +130,10 @@ struct oplog_reader::impl {
     if (!present.has(field::op)) fail("missing field \"op\"");
     const auto kind = detail::op_kind_of(op_name);
     if (!kind) fail("unknown op \"" + std::string(op_name) + "\"");
+    if (first_version_of(*kind) > version) {
+      fail("op \"" + std::string(op_name) + "\" needs op log version " + std::to_string(first_version_of(*kind)) +
+           " (this file is version " + std::to_string(version) + ")");
+    }
     op.kind = *kind;
     check_required(*kind, present);
     if (*kind == op_kind::host_write) std::swap(reads, writes);
@@ -147,19 +152,20 @@ struct oplog_reader::impl {
   }
 
   void read_version_line() {
-    if (!read_line()) throw parse_error("empty input: not a streamsafe op log (want {\"streamsafe_oplog\":1} first)", 0);
+    if (!read_line()) throw parse_error("empty input: not a streamsafe op log (want {\"streamsafe_oplog\":2} first)", 0);
     if (line_number != 1) {
-      throw parse_error("line 1: not a streamsafe op log: the first line must be {\"streamsafe_oplog\":1}", 1);
+      throw parse_error("line 1: not a streamsafe op log: the first line must be {\"streamsafe_oplog\":2}", 1);
     }
-    simdjson::dom::element version;
+    simdjson::dom::element value;
     std::uint64_t number = 0;
-    if (parse_object()["streamsafe_oplog"].get(version) || version.get_uint64().get(number)) {
-      fail("not a streamsafe op log: the first line must be {\"streamsafe_oplog\":1}");
+    if (parse_object()["streamsafe_oplog"].get(value) || value.get_uint64().get(number)) {
+      fail("not a streamsafe op log: the first line must be {\"streamsafe_oplog\":2}");
     }
-    if (number != oplog_version) {
-      fail("op log version " + std::to_string(number) + " is not supported (this build reads version " +
-           std::to_string(oplog_version) + ")");
+    if (number < oplog_oldest_version || number > oplog_version) {
+      fail("op log version " + std::to_string(number) + " is not supported (this build reads versions " +
+           std::to_string(oplog_oldest_version) + " to " + std::to_string(oplog_version) + ")");
     }
+    version = number;
   }
 };
 
@@ -176,5 +182,7 @@ std::optional<oplog_op> oplog_reader::next() {
 }
 
 std::uint64_t oplog_reader::bytes_read() const noexcept { return impl_->bytes; }
+
+std::uint64_t oplog_reader::version() const noexcept { return impl_->version; }
 
 }  // namespace streamsafe::hazard

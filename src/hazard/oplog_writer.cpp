@@ -87,8 +87,10 @@ void append_fields(std::string& line, const oplog_op& op) {
       append_field(line, "stream", op.stream);
       append_field(line, "event", op.event);
       return;
-    case op_kind::event_sync: append_field(line, "event", op.event); return;
-    case op_kind::stream_sync: append_field(line, "stream", op.stream); return;
+    case op_kind::event_sync:
+    case op_kind::event_destroy: append_field(line, "event", op.event); return;
+    case op_kind::stream_sync:
+    case op_kind::stream_destroy: append_field(line, "stream", op.stream); return;
     case op_kind::device_sync: return;
     case op_kind::host_read: append_ranges(line, "ranges", op.reads); return;
     case op_kind::host_write: append_ranges(line, "ranges", op.writes); return;

@@ -53,14 +53,16 @@ inline void record_op(oplog_writer* recorder, const oplog_op& op) {
   op.kind = op_kind::stream_wait_event; op.stream = raw(stream); op.event = raw(event); op.loc = loc;
   return op;
 }
-[[nodiscard]] inline oplog_op event_sync_op(event_id event, std::string_view loc) {
+/// An op that names one stream and nothing else (stream_sync, stream_destroy).
+[[nodiscard]] inline oplog_op stream_only_op(op_kind kind, stream_id stream, std::string_view loc) {
   oplog_op op;
-  op.kind = op_kind::event_sync; op.event = raw(event); op.loc = loc;
+  op.kind = kind; op.stream = raw(stream); op.loc = loc;
   return op;
 }
-[[nodiscard]] inline oplog_op stream_sync_op(stream_id stream, std::string_view loc) {
+/// An op that names one event and nothing else (event_sync, event_destroy).
+[[nodiscard]] inline oplog_op event_only_op(op_kind kind, event_id event, std::string_view loc) {
   oplog_op op;
-  op.kind = op_kind::stream_sync; op.stream = raw(stream); op.loc = loc;
+  op.kind = kind; op.event = raw(event); op.loc = loc;
   return op;
 }
 [[nodiscard]] inline oplog_op device_sync_op(std::string_view loc) {

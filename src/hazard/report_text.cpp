@@ -38,6 +38,21 @@ std::string host_race_fix(const hazard& finding) {
          quoted(finding.first.op) + " (" + where(finding.first) + ")";
 }
 
+// The release point orders only the allocation stream: either the missing record_stream, or the
+// missing order after the allocation for a block used on another stream (or by the host).
+std::string reuse_race_fix(const hazard& finding) {
+  if (finding.alloc_op.op.empty()) {
+    return "call record_stream(" + hex(finding.block) + ", " + quoted(finding.first.stream) + ") before the free at " +
+           where(finding.free_op);
+  }
+  const bool host = finding.second.stream == "host";
+  const std::string order = host ? "make the host synchronize with " : "make " + quoted(finding.second.stream) + " wait on ";
+  std::string fix = order + "an event recorded on " + quoted(finding.alloc_op.stream) + " after the allocation at " +
+                    where(finding.alloc_op) + ", before " + quoted(finding.second.op) + " (" + where(finding.second) + ")";
+  if (!host) fix += ", or allocate the block on " + quoted(finding.second.stream);
+  return fix + ": the free at " + where(finding.free_op) + " orders only the allocation stream";
+}
+
 std::string bytes_text(const byte_range& range) {
   return "bytes [" + hex(range.first) + ", " + hex(range.end()) + ") (" + std::to_string(range.size) + " bytes)";
 }
@@ -75,9 +90,7 @@ std::string fix_text(const hazard& finding) {
       return "make stream " + quoted(finding.second.stream) + " wait on an event recorded on " +
              quoted(finding.first.stream) + " after " + quoted(finding.first.op) + " (" + where(finding.first) + ")";
     case hazard_kind::host_race: return host_race_fix(finding);
-    case hazard_kind::reuse_race:
-      return "call record_stream(" + hex(finding.block) + ", " + quoted(finding.first.stream) + ") before the free at " +
-             where(finding.free_op);
+    case hazard_kind::reuse_race: return reuse_race_fix(finding);
     case hazard_kind::use_after_free:
       return "do not use the block after the free at " + where(finding.first) + ": move " + quoted(finding.second.op) +
              " before it, or free later";
@@ -99,6 +112,7 @@ std::string describe(const hazard& finding) {
     text += op_line("first:  ", finding.first);
   }
   text += "  fix:    " + fix_text(finding) + "\n";
+  if (finding.count > 1) text += "  seen:   " + std::to_string(finding.count) + " times between these call sites\n";
   return text;
 }
 
@@ -125,6 +139,7 @@ std::string to_json(const hazard& finding) {
   append_op_json(out, finding.second);
   out += ",\"range\":[" + std::to_string(finding.range.first) + ',' + std::to_string(finding.range.size) + "],\"fix\":";
   detail::append_json_string(out, fix_text(finding));
+  if (finding.count > 1) out += ",\"count\":" + std::to_string(finding.count);
   out += '}';
   return out;
 }

@@ -1,6 +1,6 @@
 // The shadow state of one byte segment: the last write as one epoch, the reads as one epoch until
-// two agents read concurrently (FastTrack), the lifetime state, and the accesses of the previous
-// lifetime that its release point did not cover.
+// two agents read concurrently (FastTrack), the lifetime state, and the accesses of previous
+// lifetimes that a new-lifetime access may still race with.
 #pragma once
 
 #include <cstdint>
@@ -69,13 +69,26 @@ struct free_record {
   friend bool operator==(const free_record&, const free_record&) = default;
 };
 
+/// An access of an earlier lifetime that a later access may not be ordered after.
+struct retired_access {
+  access_record access;
+  /// Ordered before the release point of a free that ended its lifetime. The release point
+  /// orders the next allocation's stream only, so such an access still races with a
+  /// new-lifetime access that is ordered neither after it nor after the allocation.
+  bool released = false;
+  friend bool operator==(const retired_access&, const retired_access&) = default;
+};
+
 struct shadow_cell {
   std::optional<access_record> write;
   read_set reads;
   lifetime_state state = lifetime_state::untracked;
-  /// Accesses of the previous lifetime not ordered before its release point (rare: a missing
-  /// record_stream). Each is checked against new-lifetime accesses as a possible reuse race.
-  std::vector<access_record> retired;
+  /// Old-lifetime accesses not yet known to precede every later access: those the host had not
+  /// seen finish at the free. Each is checked against new-lifetime accesses as a reuse race.
+  std::vector<retired_access> retired;
+  /// The allocation that began the live lifetime, as an op of its stream; set only while
+  /// `retired` is not empty. An access ordered after it is ordered after every released access.
+  std::optional<access_record> allocated;
   free_record freed_by;  // meaningful when state == freed or !retired.empty()
   friend bool operator==(const shadow_cell&, const shadow_cell&) = default;
 };

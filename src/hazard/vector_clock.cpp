@@ -19,6 +19,11 @@ void vector_clock::join(const vector_clock& other) {
   }
 }
 
+void vector_clock::restart(agent_slot slot, epoch last) {
+  entries_.assign(index(slot) + 1, epoch{0});
+  entries_[index(slot)] = last;
+}
+
 bool vector_clock::includes(const vector_clock& other) const noexcept {
   for (std::size_t i = 0; i < other.entries_.size(); ++i) {
     if (ticks(other.entries_[i]) > ticks(get(agent_slot{static_cast<std::uint32_t>(i)}))) return false;

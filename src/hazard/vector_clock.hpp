@@ -22,6 +22,8 @@ class vector_clock {
   [[nodiscard]] bool covers(agent_slot slot, epoch time) const noexcept { return ticks(get(slot)) >= ticks(time); }
   /// True when `other` adds nothing to this clock (other <= this, entry by entry).
   [[nodiscard]] bool includes(const vector_clock& other) const noexcept;
+  /// Forgets everything but `slot`'s own time, which continues after `last` (a recycled slot).
+  void restart(agent_slot slot, epoch last);
   [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
 
  private:

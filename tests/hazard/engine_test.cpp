@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "streamsafe/error.hpp"
+#include "streamsafe/hazard/report_text.hpp"
 
 namespace streamsafe::hazard {
 namespace {
@@ -147,6 +148,199 @@ TEST_F(EngineTest, EnforceInsertsTheMissingRecordStreamAtTheFree) {
   write(a, {4096, 64});
   EXPECT_TRUE(model.hazards().empty());
   EXPECT_EQ(model.inserted().total(), 1U);
+}
+
+// The release point orders the new allocation's stream only (GUIDE.md section 3).
+class ReuseTest : public EngineTest {
+ protected:
+  static constexpr std::uint64_t block = 4096;
+  void alloc_write_free_realloc() {
+    model.name_stream(a, "main");
+    model.name_stream(b, "side");
+    model.alloc(block, 64, a, at("alloc"));
+    write(a, {block, 64}, "old_write");
+    (void)model.free(block, at("free"));
+    model.alloc(block, 64, a, op_site{model.label("alloc", "t.cpp:9"), ++line});
+  }
+};
+
+TEST_F(ReuseTest, ABlockReusedOnAnotherStreamWithoutAWaitIsAReuseRace) {
+  alloc_write_free_realloc();
+  write(b, {block, 64}, "side_write");
+  ASSERT_EQ(kinds(), std::vector{hazard_kind::reuse_race});
+  const hazard& found = model.hazards()[0];
+  EXPECT_EQ(found.first.op, "old_write");
+  EXPECT_EQ(found.second.stream, "side");
+  EXPECT_EQ(found.alloc_op.stream, "main");
+  const std::string fix = fix_text(found);
+  EXPECT_NE(fix.find("make `side` wait on an event recorded on `main` after the allocation at t.cpp:9"), std::string::npos) << fix;
+  EXPECT_NE(fix.find("or allocate the block on `side`"), std::string::npos) << fix;
+}
+
+TEST_F(ReuseTest, AReadOnAnotherStreamRacesWithTheOldWriteToo) {
+  alloc_write_free_realloc();
+  read(b, {block, 64}, "side_read");
+  EXPECT_EQ(kinds(), std::vector{hazard_kind::reuse_race});
+}
+
+TEST_F(ReuseTest, TheAllocationStreamIsOrderedByTheReleasePoint) {
+  alloc_write_free_realloc();
+  write(a, {block, 64}, "main_write");
+  read(b, {block, 64}, "side_read");  // races with main_write (a plain race), not with the old write
+  EXPECT_EQ(kinds(), std::vector{hazard_kind::race});
+}
+
+TEST_F(ReuseTest, AWaitOnAnEventRecordedAfterTheAllocationOrdersTheOtherStream) {
+  alloc_write_free_realloc();
+  model.event_record(e1, a, at("rec"));
+  model.stream_wait_event(b, e1, at("wait"));
+  write(b, {block, 64}, "side_write");
+  EXPECT_TRUE(model.hazards().empty());
+}
+
+TEST_F(ReuseTest, AWaitRecordedBeforeTheAllocationDoesNotOrderARecordedStreamsOldAccess) {
+  model.alloc(block, 64, a, at("alloc"));
+  write(a, {block, 64}, "a_write");
+  model.event_record(e1, a, at("rec"));
+  model.stream_wait_event(b, e1, at("wait"));
+  write(b, {block, 64}, "b_write");
+  model.record_stream(block, b, at("record_stream"));
+  (void)model.free(block, at("free"));
+  constexpr event_id e2{2};
+  write(a, {0, 64}, "a_other");
+  model.event_record(e2, a, at("rec_before_alloc"));
+  model.alloc(block, 64, a, at("alloc"));
+  model.stream_wait_event(c, e2, at("wait_too_early"));
+  write(c, {block, 64}, "c_write");
+  ASSERT_EQ(kinds(), std::vector{hazard_kind::reuse_race});
+  EXPECT_EQ(model.hazards()[0].first.op, "b_write");
+}
+
+TEST_F(ReuseTest, AHostSyncBeforeTheFreeOrdersEveryLaterUse) {
+  model.alloc(block, 64, a, at("alloc"));
+  write(a, {block, 64}, "old_write");
+  model.stream_sync(a, at("sync"));
+  (void)model.free(block, at("free"));
+  model.alloc(block, 64, a, at("alloc"));
+  write(b, {block, 64}, "side_write");
+  EXPECT_TRUE(model.hazards().empty());
+}
+
+TEST_F(ReuseTest, EnforceMakesTheOtherStreamWaitOnTheAllocationStream) {
+  model.set_mode(policy::enforce);
+  alloc_write_free_realloc();
+  const auto inserted = model.access(b, {}, std::array{byte_range{block, 64}}, at("side_write"));
+  ASSERT_EQ(inserted.size(), 1U);
+  EXPECT_EQ(inserted[0], (insertion{insertion_kind::stream_wait, b, a, 0}));
+  EXPECT_TRUE(model.hazards().empty());
+}
+
+TEST_F(ReuseTest, EnforceWaitsOnTheAllocationStreamNotTheOldUser) {
+  model.set_mode(policy::enforce);
+  model.alloc(block, 64, a, at("alloc"));
+  write(a, {block, 64}, "a_write");
+  model.event_record(e1, a, at("rec"));
+  model.stream_wait_event(b, e1, at("wait"));
+  write(b, {block, 64}, "b_write");
+  model.record_stream(block, b, at("record_stream"));
+  (void)model.free(block, at("free"));
+  model.alloc(block, 64, a, at("alloc"));
+  const auto inserted = model.access(c, {}, std::array{byte_range{block, 64}}, at("c_write"));
+  ASSERT_EQ(inserted.size(), 1U);
+  EXPECT_EQ(inserted[0], (insertion{insertion_kind::stream_wait, c, a, 0}));
+  EXPECT_TRUE(model.hazards().empty());
+}
+
+TEST_F(EngineTest, ARepeatedBugIsReportedOnceWithItsCount) {
+  for (int i = 0; i < 100; ++i) {
+    write(a, {0, 64}, "fill");
+    read(b, {0, 64}, "consume");
+    model.device_sync(at("device_sync"));
+  }
+  ASSERT_EQ(kinds(), std::vector{hazard_kind::race});
+  EXPECT_EQ(model.hazards()[0].count, 100U);
+  EXPECT_EQ(model.hazards()[0].second.line, 2U);  // the first time it was found
+  EXPECT_NE(describe(model.hazards()[0]).find("seen:   100 times"), std::string::npos);
+  EXPECT_NE(to_json(model.hazards()[0]).find("\"count\":100"), std::string::npos);
+}
+
+TEST_F(EngineTest, TheSinkSeesARepeatedBugOnce) {
+  std::vector<hazard> seen;
+  model.on_hazard([&](const hazard& h) { seen.push_back(h); });
+  for (int i = 0; i < 10; ++i) {
+    write(a, {0, 64}, "fill");
+    read(b, {0, 64}, "consume");
+    model.device_sync(at("device_sync"));
+  }
+  EXPECT_EQ(seen.size(), 1U);
+}
+
+TEST_F(EngineTest, ADestroyedEventIsForgotten) {
+  write(a, {0, 64});
+  model.event_record(e1, a, at("rec"));
+  EXPECT_EQ(model.events_tracked(), 1U);
+  model.event_destroy(e1, at("event_destroy"));
+  EXPECT_EQ(model.events_tracked(), 0U);
+  model.stream_wait_event(b, e1, at("wait"));
+  EXPECT_EQ(kinds(), std::vector{hazard_kind::wait_unrecorded});
+}
+
+// Slot recycling (docs/hazards.md, "Bounded memory"): short-lived streams do not grow the clocks,
+// and a recycled slot hides no race.
+class StreamDestroyTest : public EngineTest {
+ protected:
+  // A short-lived stream: one write to its own bytes, seen finished by the host, destroyed.
+  void short_lived(std::uint64_t id, std::uint64_t bytes) {
+    write(stream_id{id}, {bytes, 64}, "short_write");
+    model.stream_sync(stream_id{id}, at("sync"));
+    model.stream_destroy(stream_id{id}, at("stream_destroy"));
+  }
+};
+
+TEST_F(StreamDestroyTest, ShortLivedStreamsReuseTheirSlots) {
+  write(a, {0, 64});
+  for (std::uint64_t i = 0; i < 1000; ++i) short_lived(100 + i, 4096 + 64 * (i % 4));
+  EXPECT_EQ(model.stream_slots(), 2U);  // a's and one recycled slot
+  EXPECT_TRUE(model.hazards().empty());
+}
+
+TEST_F(StreamDestroyTest, ADestroyedStreamsUnfinishedWorkStillRaces) {
+  write(a, {0, 64}, "last_write");
+  model.stream_destroy(a, at("stream_destroy"));
+  write(stream_id{9}, {0, 64}, "new_write");  // a new stream: a's write may still be running
+  ASSERT_EQ(kinds(), std::vector{hazard_kind::race});
+  EXPECT_EQ(model.hazards()[0].first.op, "last_write");
+  EXPECT_EQ(model.hazards()[0].first.stream, "stream 1 (destroyed)");
+  EXPECT_EQ(model.stream_slots(), 2U);  // a's slot was not recycled
+}
+
+TEST_F(StreamDestroyTest, ARecycledSlotDoesNotOrderItsNewStreamAfterAnything) {
+  write(a, {0, 64});
+  model.event_record(e1, a, at("rec_on_a"));
+  model.stream_sync(a, at("sync"));
+  model.stream_destroy(a, at("stream_destroy"));
+  constexpr stream_id recycled{9};
+  write(recycled, {4096, 64}, "recycled_write");
+  EXPECT_EQ(model.stream_slots(), 1U);  // recycled took a's slot
+  // b knows all of a's work (through the host; the wait on a's event adds nothing), none of
+  // recycled's: recycled continues a's epochs without inheriting what b knows of them.
+  model.stream_wait_event(b, e1, at("wait_on_old_event"));
+  read(b, {4096, 64}, "read");
+  ASSERT_EQ(kinds(), (std::vector{hazard_kind::redundant_wait, hazard_kind::race}));
+  EXPECT_EQ(model.hazards()[1].first.stream, "stream 9");
+}
+
+TEST_F(StreamDestroyTest, ASlotIsNotRecycledWhileALiveAllocationNamesIt) {
+  model.alloc(4096, 64, a, at("alloc"));
+  write(a, {4096, 64});
+  model.stream_sync(a, at("sync"));
+  model.stream_destroy(a, at("stream_destroy"));
+  write(b, {0, 64});
+  EXPECT_EQ(model.stream_slots(), 2U);
+  (void)model.free(4096, at("free"));
+  write(c, {128, 64});
+  EXPECT_EQ(model.stream_slots(), 2U);  // c took a's slot once the free let go of it
+  EXPECT_TRUE(model.hazards().empty());
 }
 
 TEST_F(EngineTest, OffTracksNothing) {

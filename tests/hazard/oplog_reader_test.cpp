@@ -1,4 +1,4 @@
-// The op log reader and writer: v1 as docs/oplog.md defines it, and bad input named by line.
+// The op log reader and writer: v1 and v2 as docs/oplog.md defines them, and bad input named by line.
 #include "streamsafe/hazard/oplog_reader.hpp"
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@ namespace streamsafe::hazard {
 namespace {
 
 const std::string header = "{\"streamsafe_oplog\":1}\n";
+const std::string header_v2 = "{\"streamsafe_oplog\":2}\n";
 
 std::vector<oplog_op> read_all(const std::string& text, std::vector<std::vector<byte_range>>* ranges = nullptr) {
   std::istringstream in(text);
@@ -74,10 +75,30 @@ TEST(OplogReader, IgnoresUnknownFields) {
 }
 
 TEST(OplogReader, BadVersionLineIsLineOne) {
-  EXPECT_EQ(error_line("{\"streamsafe_oplog\":2}\n"), 1U);
+  EXPECT_EQ(error_line("{\"streamsafe_oplog\":3}\n"), 1U);
+  EXPECT_EQ(error_line("{\"streamsafe_oplog\":0}\n"), 1U);
   EXPECT_EQ(error_line("{\"op\":\"device_sync\"}\n"), 1U);
   EXPECT_EQ(error_line("not json\n"), 1U);
   EXPECT_THROW((void)read_all(""), parse_error);
+}
+
+TEST(OplogReader, ReadsVersionOneAndVersionTwo) {
+  std::istringstream v1(header + "{\"op\":\"device_sync\"}\n");
+  oplog_reader old_reader(v1);
+  EXPECT_EQ(old_reader.version(), 1U);
+  EXPECT_EQ(old_reader.next()->kind, op_kind::device_sync);
+  const auto ops = read_all(header_v2 + "{\"op\":\"stream_destroy\",\"stream\":4}\n{\"op\":\"event_destroy\",\"event\":6}\n");
+  ASSERT_EQ(ops.size(), 2U);
+  EXPECT_EQ(ops[0].kind, op_kind::stream_destroy);
+  EXPECT_EQ(ops[0].stream, 4U);
+  EXPECT_EQ(ops[1].kind, op_kind::event_destroy);
+  EXPECT_EQ(ops[1].event, 6U);
+}
+
+TEST(OplogReader, VersionTwoOpsInAVersionOneFileNameTheLine) {
+  EXPECT_EQ(error_line(header + "{\"op\":\"device_sync\"}\n{\"op\":\"stream_destroy\",\"stream\":4}\n"), 3U);
+  EXPECT_EQ(error_line(header + "{\"op\":\"event_destroy\",\"event\":6}\n"), 2U);
+  EXPECT_EQ(error_line(header_v2 + "{\"op\":\"stream_destroy\"}\n"), 2U);  // needs "stream"
 }
 
 TEST(OplogReader, MalformedJsonNamesTheLine) {
@@ -129,6 +150,10 @@ TEST(OplogWriter, WhatItWritesReadsBackToTheSameOps) {
   wait.stream = 2;
   wait.event = 5;
   writer.write(wait);
+  oplog_op destroy;
+  destroy.kind = op_kind::stream_destroy;
+  destroy.stream = 2;
+  writer.write(destroy);
 
   std::istringstream in(out.str());
   oplog_reader reader(in);
@@ -145,6 +170,11 @@ TEST(OplogWriter, WhatItWritesReadsBackToTheSameOps) {
   EXPECT_EQ(second->kind, op_kind::stream_wait_event);
   EXPECT_EQ(second->event, 5U);
   EXPECT_EQ(second->line, 3U);
+  auto third = reader.next();
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->kind, op_kind::stream_destroy);
+  EXPECT_EQ(third->stream, 2U);
+  EXPECT_EQ(reader.version(), oplog_version);
   EXPECT_FALSE(reader.next());
 }
 

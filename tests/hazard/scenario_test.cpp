@@ -1,6 +1,6 @@
-// The scenarios of issue 4, item 5, as op logs: each buggy log is reported with the right kinds
-// and lines, its fixed version reports nothing, and `enforce` leaves only what it cannot fix
-// while counting what it inserted.
+// Scenarios as op logs (format version 1; version 2 where they destroy streams): each buggy log
+// is reported with the right kinds and lines, its fixed version reports nothing, and `enforce`
+// leaves only what it cannot fix while counting what it inserted.
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -50,6 +50,9 @@ const std::vector<scenario> scenarios = {
     {"four_stream_chain", {{race, 12, 17}}, {1, 0, 0}},
     {"redundant_wait", {{hazard_kind::redundant_wait, 7, 7}}, {0, 0, 0}},
     {"use_after_free", {{hazard_kind::use_after_free, 5, 6}}, {0, 0, 0}},
+    {"reuse_on_other_stream", {{reuse_race, 5, 8}}, {1, 0, 0}},
+    // version 2: a destroyed stream's unfinished work races with the next stream given its id
+    {"destroyed_stream", {{race, 3, 5}}, {1, 0, 0}},
 };
 
 std::vector<expected_finding> found(const std::vector<hazard>& hazards) {

@@ -9,14 +9,19 @@
 //  - stream_wait_event(S, E) joins E's clock into S; waiting on a never-recorded event is a no-op
 //    and yields `wait_unrecorded`; a wait that adds nothing yields `redundant_wait`;
 //  - event_sync / stream_sync / device_sync join E / S / every stream into the host;
-//  - free(p) ends a lifetime. Its release point is the join of the allocation stream's clock and
-//    the clocks of every stream given to record_stream(p, .), taken at the free. Accesses of the
-//    old lifetime ordered before the release point are forgotten; the others are kept, and a
-//    new-lifetime access unordered with one of them is a `reuse_race`;
+//  - free(p) ends a lifetime. Its release point is the join of the host's clock, the allocation
+//    stream's clock and the clocks of every stream given to record_stream(p, .), taken at the
+//    free. A later alloc of those bytes on stream S is an op of S ordered after the release
+//    point: S's later ops, and whatever is ordered after the alloc (a wait on an event recorded
+//    on S after it), are ordered after every old access the release point covers; nothing else
+//    is. A new-lifetime access ordered neither after an old access nor (when the release point
+//    covers it) after the alloc is a `reuse_race`. Old accesses the host has seen finish precede
+//    every later op and are forgotten at the free;
 //  - touching freed bytes before they are allocated again is a `use_after_free`.
 // Bytes never named by alloc have no lifetime: they are simply accessed.
 //
-// Each hazard is reported once per pair of conflicting ops, at the later op.
+// Each hazard is found once per pair of conflicting ops, at the later op, and reported once per
+// kind and pair of call sites (labels): later finds only raise the reported hazard's `count`.
 // Cost: an access is O(1) in the number of streams in the common case (FastTrack epochs: the
 // last write is one epoch, reads are one epoch until two streams read concurrently), plus
 // O(log n) in the number of distinct byte ranges tracked.
@@ -53,7 +58,7 @@ class engine {
   /// Changing the policy keeps the model; switching away from `off` starts from what was seen.
   void set_mode(policy mode) noexcept;
 
-  /// Hazards go to `sink` instead of being collected. The sink may throw: the exception leaves
+  /// Hazards go to `sink` instead of being collected (each kind and pair of call sites once). The sink may throw: the exception leaves
   /// the engine call after the model was updated, so the engine stays consistent.
   void on_hazard(std::function<void(const hazard&)> sink);
   /// The hazards collected so far (empty while a sink is set).
@@ -96,8 +101,21 @@ class engine {
   void stream_sync(stream_id stream, op_site site);
   void device_sync(op_site site);
 
+  /// The stream is gone (cudaStreamDestroy); its pending work still counts. A later op naming its
+  /// id is a new stream. Its slot is recycled once the host has seen all its work finish (a sync
+  /// that covers it) and no live allocation was made on or recorded with it: until then it keeps
+  /// its place in every clock. Unknown ids are ignored.
+  void stream_destroy(stream_id stream, op_site site);
+  /// The event is gone: its recorded clock is forgotten, and a later wait on its id is a wait on
+  /// a never-recorded event. Unknown ids are ignored.
+  void event_destroy(event_id event, op_site site);
+
   /// Size of the tracked state (for tests and benchmarks): byte-range segments in the shadow.
   [[nodiscard]] std::size_t shadow_segments() const noexcept;
+  /// Stream slots in use or waiting to be recycled: the length of the longest vector clock.
+  [[nodiscard]] std::size_t stream_slots() const noexcept;
+  /// Events with a recorded clock.
+  [[nodiscard]] std::size_t events_tracked() const noexcept;
 
  private:
   struct impl;

@@ -12,7 +12,8 @@ namespace streamsafe::hazard {
 
 enum class hazard_kind : std::uint8_t {
   race,             // two streams touch the same bytes, one writes, neither ordered: a missing wait
-  reuse_race,       // an old-lifetime access unordered with a new-lifetime one: a missing record_stream
+  reuse_race,       // an old-lifetime access unordered with a new-lifetime one: a missing record_stream,
+                    // or a block used off its allocation stream without waiting for that stream
   use_after_free,   // bytes touched after the host freed them and before they were allocated again
   host_race,        // like race, with the host on one side: a missing sync before a host access
   wait_unrecorded,  // informational: a wait on an event never recorded (a no-op in CUDA)
@@ -39,15 +40,20 @@ struct op_ref {
   op_role role = op_role::read;
 };
 
-/// One finding, reported once per pair of conflicting ops, at the later op (`second`).
+/// One finding, found at the later op (`second`). The engine reports each (kind, pair of call
+/// sites) once: `count` says how many times it was found (in the collection, up to now).
 struct hazard {
   hazard_kind kind = hazard_kind::race;
   op_ref first;              // the earlier op (for wait_* kinds: the wait itself)
   op_ref second;             // the later op, where the hazard was found
   byte_range range;          // the conflicting bytes (hull when they are several pieces)
   std::uint64_t block = 0;   // reuse_race, use_after_free: the freed allocation's first byte
-  op_ref free_op;            // reuse_race: the free that lacked a record_stream
+  op_ref free_op;            // reuse_race, use_after_free: the free that ended the old lifetime
+  /// reuse_race of a block used off its allocation stream: the allocation that `second` is not
+  /// ordered after (empty `op` when the release point missed `first`: a missing record_stream).
+  op_ref alloc_op;
   std::uint64_t event = 0;   // wait_*: the event waited on
+  std::uint64_t count = 1;   // times this kind was found between these two call sites
 };
 
 }  // namespace streamsafe::hazard

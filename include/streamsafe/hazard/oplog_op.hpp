@@ -1,4 +1,4 @@
-// One op of an op log (format v1, docs/oplog.md), as the reader yields it and the writer takes
+// One op of an op log (format v2, docs/oplog.md), as the reader yields it and the writer takes
 // it. A view: the strings and ranges belong to whoever produced the op (the reader keeps them
 // valid until its next call).
 #pragma once
@@ -11,8 +11,10 @@
 
 namespace streamsafe::hazard {
 
-/// The op log format version this build reads and writes.
-inline constexpr std::uint64_t oplog_version = 1;
+/// The op log format version this build writes. It reads this one and every earlier one.
+inline constexpr std::uint64_t oplog_version = 2;
+/// The oldest version this build reads.
+inline constexpr std::uint64_t oplog_oldest_version = 1;
 
 enum class op_kind : std::uint8_t {
   stream,             // declares a stream's name
@@ -28,7 +30,14 @@ enum class op_kind : std::uint8_t {
   device_sync,        //
   host_read,          // ranges (in reads)
   host_write,         // ranges (in writes)
+  stream_destroy,     // stream (version 2)
+  event_destroy,      // event (version 2)
 };
+
+/// The first op log version that has ops of `kind`.
+[[nodiscard]] constexpr std::uint64_t first_version_of(op_kind kind) noexcept {
+  return kind == op_kind::stream_destroy || kind == op_kind::event_destroy ? 2 : 1;
+}
 
 /// The "op" value of a kind: "kernel", "stream_wait_event", ...
 [[nodiscard]] std::string_view op_kind_name(op_kind kind) noexcept;
