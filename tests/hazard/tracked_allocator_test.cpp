@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "tracker_support.hpp"
 #include "streamsafe/alloc/caching_allocator.hpp"
 #include "streamsafe/error.hpp"
 #include "streamsafe/hazard/tracked_allocator.hpp"
@@ -19,9 +20,6 @@ using hazard::policy;
 using ::testing::Each;
 using ::testing::Eq;
 using ::testing::HasSubstr;
-
-constexpr std::size_t count = 512;
-constexpr std::size_t bytes = count * sizeof(std::uint32_t);
 
 // A side stream reads a block of the main stream's, its handle is destroyed with the read still
 // queued (deterministic sim runs it only when the host waits), then the block is freed without

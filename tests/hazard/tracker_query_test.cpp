@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "tracker_support.hpp"
 #include "streamsafe/event.hpp"
 #include "streamsafe/hazard/tracker.hpp"
 
@@ -21,15 +22,6 @@ using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::Eq;
 using ::testing::IsEmpty;
-
-constexpr std::size_t count = 256;
-constexpr std::size_t bytes = count * sizeof(std::uint32_t);
-
-std::vector<hazard_kind> kinds(const hazard::tracker& tracker) {
-  std::vector<hazard_kind> found;
-  for (const auto& h : tracker.hazards()) found.push_back(h.kind);
-  return found;
-}
 
 /// A starved stream fills device memory, records `filled`, and copies the bytes to pinned
 /// memory; `wait_for_copy` is how the host learns the copy is done; then the host reads the

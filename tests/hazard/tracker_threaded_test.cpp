@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "tracker_support.hpp"
 #include "streamsafe/event.hpp"
 #include "streamsafe/hazard/tracker.hpp"
 #include "streamsafe/runtime_observer.hpp"
@@ -29,15 +30,6 @@ using ::testing::Contains;
 using ::testing::Each;
 using ::testing::Eq;
 using ::testing::IsEmpty;
-
-constexpr std::size_t count = 256;
-constexpr std::size_t bytes = count * sizeof(std::uint32_t);
-
-std::vector<hazard_kind> kinds(const hazard::tracker& tracker) {
-  std::vector<hazard_kind> found;
-  for (const auto& h : tracker.hazards()) found.push_back(h.kind);
-  return found;
-}
 
 /// A one-shot flag another thread can wait for.
 class signal {
@@ -115,6 +107,18 @@ struct two_stream_program {
     detach_observer(device, gate.get());
   }
 
+  /// Makes `gated` on this thread; the gate stops it after its runtime call, and meanwhile
+  /// another thread makes `meanwhile`, then releases the gate.
+  void interleave(const std::function<void()>& gated, const std::function<void()>& meanwhile) {
+    std::thread other([&] {
+      gate->reached.wait();
+      meanwhile();
+      gate->release.raise();
+    });
+    gated();
+    other.join();
+  }
+
   void consume() { tracker.on(consumer).reads(in, bytes).writes(out, bytes).launch(double_kernel(in, out, count)); }
 
   Device device;
@@ -132,14 +136,9 @@ struct two_stream_program {
 // The model must do the same: the consumer is then unordered with the producer's write.
 TEST(HazardTrackerThreaded, AWaitThatRanBeforeTheRecordIsANoOpInTheModelToo) {
   two_stream_program program(gate_observer::at::stream_wait);
-  std::thread recorder([&] {
-    program.gate->reached.wait();  // the runtime's wait has run
-    program.written.record(program.producer);
-    program.gate->release.raise();
-  });
-  program.consumer.wait(program.written);
+  program.interleave([&] { program.consumer.wait(program.written); },
+                     [&] { program.written.record(program.producer); });
   program.consume();
-  recorder.join();
   const auto found = kinds(program.tracker);
   EXPECT_THAT(found, Contains(hazard_kind::wait_unrecorded));
   EXPECT_THAT(found, Contains(hazard_kind::race));
@@ -149,14 +148,9 @@ TEST(HazardTrackerThreaded, AWaitThatRanBeforeTheRecordIsANoOpInTheModelToo) {
 // false wait_unrecorded, then a false race at the consumer's read).
 TEST(HazardTrackerThreaded, AWaitThatRanAfterTheRecordIsARealWaitInTheModelToo) {
   two_stream_program program(gate_observer::at::event_record);
-  std::thread waiter([&] {
-    program.gate->reached.wait();  // the runtime's record has run
-    program.consumer.wait(program.written);
-    program.gate->release.raise();
-    program.consume();
-  });
-  program.written.record(program.producer);
-  waiter.join();
+  program.interleave([&] { program.written.record(program.producer); },
+                     [&] { program.consumer.wait(program.written); });
+  program.consume();
   EXPECT_THAT(read_back(program.consumer, program.out, count), Each(Eq(10u)));
   EXPECT_THAT(kinds(program.tracker), IsEmpty());
 }
