@@ -39,8 +39,9 @@ class RuntimeObserver {
   virtual void on_stream_created(StreamRef /*stream*/) {}
   /// The Stream handle is gone (work it enqueued may still run).
   virtual void on_stream_destroyed(stream_id /*stream*/) {}
-  /// The Event is destroyed, or a pooled event went back to its pool (the next acquire may hand
-  /// out the same id: it starts as never recorded for its new holder).
+  /// The Event is destroyed, or a pooled event went back to its pool. The next acquire may hand
+  /// out the same id still holding its last capture; an observer may treat it as never
+  /// recorded, since a holder that waits on it before recording it waits on another's work.
   virtual void on_event_destroyed(event_id /*event*/) {}
   /// `event` now captures the work enqueued on `stream` so far.
   virtual void on_event_record(EventRef /*event*/, StreamRef /*stream*/) {}
@@ -68,7 +69,7 @@ class RuntimeObserver {
 void attach_observer(const Device& device, std::shared_ptr<RuntimeObserver> observer);
 void detach_observer(const Device& device, const RuntimeObserver* observer);
 
-/// Holds `device`'s order lock (see RuntimeObserver), for an observer's owner that must update
+/// Holds `device`'s order lock (see RuntimeObserver; the device must outlive the lock), for an observer's owner that must update
 /// its model and make runtime calls as one step of the observed order (the hazard tracker
 /// checks an op, inserts the waits it needs and enqueues it under one). Other threads' observed
 /// calls on the device wait until it is released; the holder's own calls proceed. Take it

@@ -57,12 +57,13 @@ struct known_stream {
   std::shared_ptr<detail::StreamImpl> keep;
 };
 
-/// What `enforce` does on the runtime for one insertion, its streams resolved: planning takes
-/// every lookup, so acting can fail only where the runtime or the allocator does.
+/// What `enforce` does on the runtime for one insertion, its streams resolved and held (acting
+/// may run outside the tracker's lock, while another thread drops a retired stream): planning
+/// takes every lookup, so acting can fail only where the runtime or the allocator does.
 struct planned_insertion {
   insertion needed;
-  StreamRef producer;
-  std::optional<StreamRef> waiter;
+  known_stream producer;
+  std::optional<known_stream> waiter;
 };
 
 /// Everything a tracker shares with its observer, under one lock.
@@ -150,10 +151,10 @@ struct tracker::state final : RuntimeObserver {
   }
 
   /// The stream to act on, or none when it was destroyed and its work is done (nothing to do).
-  std::optional<StreamRef> stream_of(stream_id id) const {
+  std::optional<known_stream> stream_of(stream_id id) const {
     const auto key = static_cast<std::uint64_t>(id);
-    if (auto it = streams.find(key); it != streams.end()) return it->second.ref;
-    if (auto it = retired_streams.find(key); it != retired_streams.end()) return it->second.ref;
+    if (auto it = streams.find(key); it != streams.end()) return it->second;
+    if (auto it = retired_streams.find(key); it != retired_streams.end()) return it->second;
     return std::nullopt;
   }
 
@@ -164,7 +165,7 @@ struct tracker::state final : RuntimeObserver {
     for (const auto& needed : insertions) {
       auto producer = stream_of(needed.producer);
       if (!producer) continue;
-      std::optional<StreamRef> waiter;
+      std::optional<known_stream> waiter;
       if (needed.kind == insertion_kind::stream_wait) {
         waiter = stream_of(needed.waiter);
         SS_EXPECTS(waiter.has_value(), "hazard tracker: enforce must make stream ",
@@ -191,12 +192,12 @@ struct tracker::state final : RuntimeObserver {
   }
 
   void act_one(const planned_insertion& step, const std::function<void(const void*, StreamRef)>& record_stream) {
-    StreamRef producer = step.producer;
+    StreamRef producer = step.producer.ref;
     switch (step.needed.kind) {
       case insertion_kind::stream_wait: {
         auto marker = events.acquire();
         marker.record(producer);
-        StreamRef waiter = *step.waiter;
+        StreamRef waiter = step.waiter->ref;
         waiter.wait(marker);
         return;
       }
