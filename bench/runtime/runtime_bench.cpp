@@ -47,6 +47,15 @@ void BM_streamsafe_event_query(benchmark::State& state) {
 }
 
 template <backend_kind Kind>
+void BM_streamsafe_stream_query(benchmark::State& state) {
+  if (Kind == backend_kind::cuda && !have_gpu(state)) return;
+  Device device = bench_device(Kind);
+  Stream stream(device);
+  stream.synchronize();
+  for (auto _ : state) benchmark::DoNotOptimize(stream.query());
+}
+
+template <backend_kind Kind>
 void BM_streamsafe_stream_wait(benchmark::State& state) {
   if (Kind == backend_kind::cuda && !have_gpu(state)) return;
   Device device = bench_device(Kind);
@@ -94,6 +103,8 @@ void BM_streamsafe_event_create_record_destroy(benchmark::State& state) {
 
 BENCHMARK(BM_streamsafe_event_record<backend_kind::sim>)->Name("sim/event_record");
 BENCHMARK(BM_streamsafe_event_query<backend_kind::sim>)->Name("sim/event_query");
+BENCHMARK(BM_streamsafe_stream_query<backend_kind::sim>)->Name("sim/stream_query");
+BENCHMARK(BM_streamsafe_stream_wait<backend_kind::sim>)->Name("sim/stream_wait");
 BENCHMARK(BM_streamsafe_pool_acquire_record_release<backend_kind::sim>)->Name("sim/pool_acquire_record_release");
 BENCHMARK(BM_streamsafe_event_create_record_destroy<backend_kind::sim>)->Name("sim/event_create_record_destroy");
 

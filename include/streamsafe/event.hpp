@@ -50,7 +50,8 @@ class EventRef {
 /// was never recorded or has not completed, or if they belong to different devices.
 [[nodiscard]] float elapsed_ms(const EventRef& start, const EventRef& end);
 
-/// An owning event.
+/// An owning event. Destroying it while its capture is pending is fine (waits already enqueued
+/// on it are unaffected).
 class Event : public EventRef {
  public:
   explicit Event(const Device& device, event_timing timing = event_timing::disabled);
@@ -61,6 +62,7 @@ class Event : public EventRef {
   Event& operator=(const Event&) = delete;
 
  private:
+  void release() noexcept;  // destroys the owned event, telling the device's observers
   std::unique_ptr<detail::EventImpl> owned_;
 };
 

@@ -1,12 +1,15 @@
 // The engine on a live device. An observer keeps the engine's clocks in step with the runtime;
 // tracked ops are checked before they are enqueued; `enforce`'s insertions are carried out on
 // the runtime with pooled events, while a thread-local flag keeps the observer from telling the
-// engine about orderings it already applied.
+// engine about orderings it already applied. Every entry point takes the device's observed
+// order first and the tracker's lock second (the order callbacks arrive in), so a tracked op's
+// check, insertions and enqueue are one step of the runtime's order.
 #include "streamsafe/hazard/tracker.hpp"
 
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -17,6 +20,7 @@
 #include "streamsafe/event_pool.hpp"
 #include "streamsafe/hazard/engine.hpp"
 #include "streamsafe/hazard/report_text.hpp"
+#include "runtime/stream_impl.hpp"
 #include "streamsafe/runtime_observer.hpp"
 
 namespace streamsafe::hazard {
@@ -45,6 +49,23 @@ policy policy_from_environment(policy fallback) {
   throw usage_error("STREAMSAFE_HAZARDS must be off, report or enforce, got '" + name + "'");
 }
 
+/// A stream the engine may name in an insertion. `keep` shares the stream with its handle, so
+/// `enforce` can still act on it after the handle is gone (empty for a device's own streams,
+/// which live as long as the device).
+struct known_stream {
+  StreamRef ref;
+  std::shared_ptr<detail::StreamImpl> keep;
+};
+
+/// What `enforce` does on the runtime for one insertion, its streams resolved and held (acting
+/// may run outside the tracker's lock, while another thread drops a retired stream): planning
+/// takes every lookup, so acting can fail only where the runtime or the allocator does.
+struct planned_insertion {
+  insertion needed;
+  known_stream producer;
+  std::optional<known_stream> waiter;
+};
+
 /// Everything a tracker shares with its observer, under one lock.
 struct tracker::state final : RuntimeObserver {
   state(const Device& device, policy mode) : device(device), model(mode), events(device) {
@@ -55,7 +76,9 @@ struct tracker::state final : RuntimeObserver {
   std::recursive_mutex mutex;
   streamsafe::hazard::engine model;
   EventPool events;
-  std::unordered_map<std::uint64_t, StreamRef> streams;  // by runtime stream id
+  std::unordered_map<std::uint64_t, known_stream> streams;  // live handles, by runtime stream id
+  // Destroyed handles whose work may still be pending: kept until it is seen done.
+  std::unordered_map<std::uint64_t, known_stream> retired_streams;
   std::function<void(const void*, StreamRef)> record_stream_action;
   std::function<void(const hazard&)> sink;  // null: collect
   std::vector<hazard> collected;
@@ -107,18 +130,60 @@ struct tracker::state final : RuntimeObserver {
   }
 
   void know(StreamRef stream) {
-    if (streams.emplace(static_cast<std::uint64_t>(stream.id()), stream).second) {
-      model.name_stream(engine_id(stream), stream.name());
-    }
+    const auto id = static_cast<std::uint64_t>(stream.id());
+    if (streams.contains(id)) return;
+    streams.emplace(id, known_stream{stream, stream.impl().weak_from_this().lock()});
+    model.name_stream(engine_id(stream), stream.name());
   }
-  StreamRef stream_of(stream_id id) { return streams.at(static_cast<std::uint64_t>(id)); }
 
-  /// Carries out what `enforce` applied to its model.
-  void apply(std::span<const insertion> insertions) {
-    if (insertions.empty()) return;
+  /// The tracker's side of a stream's end: its handle is gone, but `enforce` may still have to
+  /// wait for or record work it enqueued, so the stream is kept until that work is done.
+  void forget_stream(streamsafe::stream_id id) {
+    const auto node = streams.extract(static_cast<std::uint64_t>(id));
+    if (node.empty() || !node.mapped().keep) return;
+    if (retired_streams.size() >= retired_check_threshold) drop_idle_retired();
+    retired_streams.emplace(node.key(), node.mapped());
+  }
+  static constexpr std::size_t retired_check_threshold = 64;
+  /// A destroyed stream gets no new work: once its queue is seen empty it never needs acting on.
+  void drop_idle_retired() {
+    std::erase_if(retired_streams, [](const auto& entry) { return entry.second.keep->query(); });
+  }
+
+  /// The stream to act on, or none when it was destroyed and its work is done (nothing to do).
+  std::optional<known_stream> stream_of(stream_id id) const {
+    const auto key = static_cast<std::uint64_t>(id);
+    if (auto it = streams.find(key); it != streams.end()) return it->second;
+    if (auto it = retired_streams.find(key); it != retired_streams.end()) return it->second;
+    return std::nullopt;
+  }
+
+  /// `enforce`, first step: what the engine applied to its model, resolved to the streams that
+  /// carry it out. Insertions for streams whose work is already done are dropped.
+  std::vector<planned_insertion> plan(std::span<const insertion> insertions) const {
+    std::vector<planned_insertion> planned;
+    for (const auto& needed : insertions) {
+      auto producer = stream_of(needed.producer);
+      if (!producer) continue;
+      std::optional<known_stream> waiter;
+      if (needed.kind == insertion_kind::stream_wait) {
+        waiter = stream_of(needed.waiter);
+        SS_EXPECTS(waiter.has_value(), "hazard tracker: enforce must make stream ",
+                   static_cast<std::uint64_t>(needed.waiter), " wait, but the tracker does not know it");
+      }
+      planned.push_back(planned_insertion{needed, *producer, waiter});
+    }
+    return planned;
+  }
+
+  /// `enforce`, second step: performs the plan on the runtime (and, for record_stream, through
+  /// `record_stream`, the allocator's action) without telling the model again.
+  void act(std::span<const planned_insertion> planned,
+           const std::function<void(const void*, StreamRef)>& record_stream) {
+    if (planned.empty()) return;
     applying_insertions = true;
     try {
-      for (const auto& needed : insertions) apply_one(needed);
+      for (const auto& step : planned) act_one(step, record_stream);
     } catch (...) {
       applying_insertions = false;
       throw;
@@ -126,25 +191,29 @@ struct tracker::state final : RuntimeObserver {
     applying_insertions = false;
   }
 
-  void apply_one(const insertion& needed) {
-    StreamRef producer = stream_of(needed.producer);
-    switch (needed.kind) {
+  void act_one(const planned_insertion& step, const std::function<void(const void*, StreamRef)>& record_stream) {
+    StreamRef producer = step.producer.ref;
+    switch (step.needed.kind) {
       case insertion_kind::stream_wait: {
         auto marker = events.acquire();
         marker.record(producer);
-        stream_of(needed.waiter).wait(marker);
+        StreamRef waiter = step.waiter->ref;
+        waiter.wait(marker);
         return;
       }
       case insertion_kind::host_sync: producer.synchronize(); return;
       case insertion_kind::record_stream:
-        if (record_stream_action) {
-          record_stream_action(reinterpret_cast<const void*>(needed.block), producer);
+        if (record_stream) {
+          record_stream(reinterpret_cast<const void*>(step.needed.block), producer);
         } else {
           producer.synchronize();
         }
         return;
     }
   }
+
+  /// Plans and acts at once, for insertions made of runtime calls only (waits, host syncs).
+  void apply(std::span<const insertion> insertions) { act(plan(insertions), record_stream_action); }
 
   // RuntimeObserver: keep the engine's clocks in step with the runtime.
   template <typename Update>
@@ -154,9 +223,7 @@ struct tracker::state final : RuntimeObserver {
     update();
   }
   void on_stream_created(StreamRef stream) override { observe([&] { know(stream); }); }
-  void on_stream_destroyed(streamsafe::stream_id id) override {
-    observe([&] { streams.erase(static_cast<std::uint64_t>(id)); });
-  }
+  void on_stream_destroyed(streamsafe::stream_id id) override { observe([&] { forget_stream(id); }); }
   void on_event_record(EventRef event, StreamRef stream) override {
     observe([&] {
       know(stream);
@@ -169,12 +236,16 @@ struct tracker::state final : RuntimeObserver {
       model.stream_wait_event(engine_id(waiter), engine_id(event), site("stream_wait_event"));
     });
   }
-  void on_stream_synchronize(StreamRef stream) override {
-    observe([&] { model.stream_sync(engine_id(stream), site("stream_sync")); });
+  void on_stream_synchronize(StreamRef stream) override { observe([&] { stream_sync(stream, "stream_sync"); }); }
+  void on_event_synchronize(EventRef event) override { observe([&] { event_sync(event, "event_sync"); }); }
+  /// A successful query is a host synchronization with what it observed.
+  void on_stream_query_complete(StreamRef stream) override { observe([&] { stream_sync(stream, "stream_query"); }); }
+  void on_event_query_complete(EventRef event) override { observe([&] { event_sync(event, "event_query"); }); }
+  void stream_sync(StreamRef stream, std::string_view op_name) {
+    know(stream);
+    model.stream_sync(engine_id(stream), site(op_name));
   }
-  void on_event_synchronize(EventRef event) override {
-    observe([&] { model.event_sync(engine_id(event), site("event_sync")); });
-  }
+  void event_sync(EventRef event, std::string_view op_name) { model.event_sync(engine_id(event), site(op_name)); }
   void on_device_synchronize() override { observe([&] { model.device_sync(site("device_sync")); }); }
 };
 
@@ -224,29 +295,43 @@ void tracker::set_record_stream_action(std::function<void(const void*, StreamRef
 tracked_op tracker::on(StreamRef stream, streamsafe::source_location where) { return tracked_op(*this, stream, where); }
 
 void tracker::host_reads(const void* ptr, std::size_t bytes, streamsafe::source_location where) {
+  observed_order_lock order(state_->device);
   std::lock_guard lock(state_->mutex);
   const byte_range range{address(ptr), bytes};
   state_->apply(state_->model.host_access({&range, 1}, {}, state_->site("host_read", where)));
 }
 
 void tracker::host_writes(const void* ptr, std::size_t bytes, streamsafe::source_location where) {
+  observed_order_lock order(state_->device);
   std::lock_guard lock(state_->mutex);
   const byte_range range{address(ptr), bytes};
   state_->apply(state_->model.host_access({}, {&range, 1}, state_->site("host_write", where)));
 }
 
 void tracker::track_alloc(const void* ptr, std::size_t bytes, StreamRef stream, streamsafe::source_location where) {
+  observed_order_lock order(state_->device);
   std::lock_guard lock(state_->mutex);
   state_->know(stream);
   state_->model.alloc(address(ptr), bytes, engine_id(stream), state_->site("alloc", where));
 }
 
 void tracker::track_free(const void* ptr, streamsafe::source_location where) {
-  std::lock_guard lock(state_->mutex);
-  state_->apply(state_->model.free(address(ptr), state_->site("free", where)));
+  std::vector<planned_insertion> planned;
+  std::function<void(const void*, StreamRef)> record_stream;
+  {
+    observed_order_lock order(state_->device);
+    std::lock_guard lock(state_->mutex);
+    planned = state_->plan(state_->model.free(address(ptr), state_->site("free", where)));
+    record_stream = state_->record_stream_action;
+  }
+  // Outside both locks: the allocator's record_stream takes the allocator's lock, which is held
+  // around runtime calls that take the observed order. The block is not back in the allocator
+  // yet, so nothing can reuse it before these record_streams are made.
+  state_->act(planned, record_stream);
 }
 
 void tracker::track_record_stream(const void* ptr, StreamRef stream, streamsafe::source_location where) {
+  observed_order_lock order(state_->device);
   std::lock_guard lock(state_->mutex);
   state_->know(stream);
   state_->model.record_stream(address(ptr), engine_id(stream), state_->site("record_stream", where));
@@ -257,6 +342,7 @@ void tracker::submit(const tracked_op& op, std::string_view op_name, const std::
     enqueue();
     return;
   }
+  observed_order_lock order(state_->device);
   std::lock_guard lock(state_->mutex);
   state_->know(op.stream_);
   state_->apply(state_->model.access(engine_id(op.stream_), op.reads_.view(), op.writes_.view(),

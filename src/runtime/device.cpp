@@ -33,8 +33,7 @@ void* Device::allocate_pinned(std::size_t bytes) { return impl_->allocate_pinned
 void Device::deallocate_pinned(void* ptr) { impl_->free_pinned(ptr); }
 memory_info Device::memory() const { return impl_->memory(); }
 void Device::synchronize() {
-  impl_->synchronize();
-  impl_->observers().each([](RuntimeObserver& o) { o.on_device_synchronize(); });
+  impl_->observers().step([&] { impl_->synchronize(); }, [](RuntimeObserver& o) { o.on_device_synchronize(); });
 }
 StreamRef Device::default_stream() const { return StreamRef(&impl_->default_stream()); }
 

@@ -30,15 +30,22 @@ void EventRef::record(StreamRef stream) {
   auto& target = stream.impl();
   SS_EXPECTS(&self.device() == &target.device(), "Event::record: event ", static_cast<std::uint64_t>(self.id()),
              " is on ", self.device().name(), " but stream '", target.name(), "' is on ", target.device().name());
-  self.record(target);
-  self.device().observers().each([&](RuntimeObserver& o) { o.on_event_record(*this, stream); });
+  self.device().observers().step([&] { self.record(target); },
+                                 [&](RuntimeObserver& o) { o.on_event_record(*this, stream); });
 }
 
 void EventRef::synchronize() {
-  impl().synchronize();
-  impl().device().observers().each([&](RuntimeObserver& o) { o.on_event_synchronize(*this); });
+  auto& self = impl();
+  self.device().observers().step([&] { self.synchronize(); },
+                                 [&](RuntimeObserver& o) { o.on_event_synchronize(*this); });
 }
-bool EventRef::query() { return impl().query(); }
+
+bool EventRef::query() {
+  auto& self = impl();
+  return self.device().observers().step([&] { return self.query(); }, [&](RuntimeObserver& o, bool done) {
+    if (done) o.on_event_query_complete(*this);
+  });
+}
 
 float elapsed_ms(const EventRef& start, const EventRef& end) {
   auto& from = start.impl();
@@ -60,7 +67,14 @@ Event::Event(const Device& device, event_timing timing) : owned_(device.impl().c
   impl_ = owned_.get();
 }
 
-Event::~Event() = default;
+Event::~Event() { release(); }
+
+void Event::release() noexcept {
+  if (!owned_) return;
+  const auto id = owned_->id();
+  auto device = owned_->device_handle();
+  device->observers().step([&] { owned_.reset(); }, [&](RuntimeObserver& o) { o.on_event_destroyed(id); });
+}
 
 Event::Event(Event&& other) noexcept : owned_(std::move(other.owned_)) {
   impl_ = owned_.get();
@@ -68,6 +82,8 @@ Event::Event(Event&& other) noexcept : owned_(std::move(other.owned_)) {
 }
 
 Event& Event::operator=(Event&& other) noexcept {
+  if (this == &other) return *this;
+  release();
   owned_ = std::move(other.owned_);
   impl_ = owned_.get();
   other.impl_ = nullptr;

@@ -21,6 +21,12 @@ std::unique_ptr<EventImpl> EventPoolState::take() {
 }
 
 void EventPoolState::give_back(std::unique_ptr<EventImpl> event) noexcept {
+  const auto id = event->id();
+  device_->observers().step([&] { keep_idle(std::move(event)); },
+                            [&](RuntimeObserver& o) { o.on_event_destroyed(id); });
+}
+
+void EventPoolState::keep_idle(std::unique_ptr<EventImpl> event) noexcept {
   std::lock_guard lock(mutex_);
   try {
     idle_.push_back(std::move(event));

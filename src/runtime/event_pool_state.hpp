@@ -19,11 +19,13 @@ class EventPoolState {
 
   /// An idle event, or a new one.
   [[nodiscard]] std::unique_ptr<EventImpl> take();
+  /// Observers see the event destroyed: its next holder starts afresh.
   void give_back(std::unique_ptr<EventImpl> event) noexcept;
   [[nodiscard]] std::size_t idle_count() const;
   [[nodiscard]] std::size_t created_count() const;
 
  private:
+  void keep_idle(std::unique_ptr<EventImpl> event) noexcept;
   std::shared_ptr<DeviceImpl> device_;
   event_timing timing_;
   device_hold hold_;

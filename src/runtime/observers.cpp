@@ -37,4 +37,10 @@ void detach_observer(const Device& device, const RuntimeObserver* observer) {
   device.impl().observers().detach(observer);
 }
 
+observed_order_lock::observed_order_lock(const Device& device) : observers_(device.impl().observers()) {
+  observers_.lock_order();
+}
+
+observed_order_lock::~observed_order_lock() { observers_.unlock_order(); }
+
 }  // namespace streamsafe

@@ -34,8 +34,7 @@ void StreamRef::wait(const EventRef& event) {
   SS_EXPECTS(&ev.device() == &self.device(), "Stream::wait: stream '", self.name(), "' is on ",
              self.device().name(), " but event ", static_cast<std::uint64_t>(ev.id()), " is on ",
              ev.device().name());
-  self.wait(ev);
-  self.device().observers().each([&](RuntimeObserver& o) { o.on_stream_wait(*this, event); });
+  self.device().observers().step([&] { self.wait(ev); }, [&](RuntimeObserver& o) { o.on_stream_wait(*this, event); });
 }
 
 void StreamRef::wait(StreamRef other) {
@@ -45,36 +44,49 @@ void StreamRef::wait(StreamRef other) {
              self.device().name(), " but stream '", producer.name(), "' is on ", producer.device().name());
   auto& pool = self.device().internal_event_pool();
   auto marker = pool.take();
-  EventRef(marker.get()).record(other);
-  wait(EventRef(marker.get()));
+  // One step: no other thread's record or wait falls between the marker's record and its wait.
+  self.device().observers().step(
+      [&] {
+        EventRef(marker.get()).record(other);
+        wait(EventRef(marker.get()));
+      },
+      [](RuntimeObserver&) {});
   pool.give_back(std::move(marker));
 }
 
 void StreamRef::synchronize() {
-  impl().synchronize();
-  impl().device().observers().each([&](RuntimeObserver& o) { o.on_stream_synchronize(*this); });
+  auto& self = impl();
+  self.device().observers().step([&] { self.synchronize(); },
+                                 [&](RuntimeObserver& o) { o.on_stream_synchronize(*this); });
 }
 
-bool StreamRef::query() { return impl().query(); }
+bool StreamRef::query() {
+  auto& self = impl();
+  return self.device().observers().step([&] { return self.query(); }, [&](RuntimeObserver& o, bool done) {
+    if (done) o.on_stream_query_complete(*this);
+  });
+}
 
 void StreamRef::launch(const kernel& work) {
-  impl().launch(work);
-  impl().device().observers().each([&](RuntimeObserver& o) { o.on_launch(*this, work); });
+  auto& self = impl();
+  self.device().observers().step([&] { self.launch(work); }, [&](RuntimeObserver& o) { o.on_launch(*this, work); });
 }
 
 void StreamRef::copy(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   SS_EXPECTS(dst != nullptr && src != nullptr, "Stream::copy on '", impl().name(), "': null pointer (dst ",
              dst, ", src ", src, ") for ", bytes, " bytes");
-  impl().copy(dst, src, bytes);
-  impl().device().observers().each([&](RuntimeObserver& o) { o.on_copy(*this, dst, src, bytes); });
+  auto& self = impl();
+  self.device().observers().step([&] { self.copy(dst, src, bytes); },
+                                 [&](RuntimeObserver& o) { o.on_copy(*this, dst, src, bytes); });
 }
 
 void StreamRef::fill(void* dst, std::uint8_t value, std::size_t bytes) {
   if (bytes == 0) return;
   SS_EXPECTS(dst != nullptr, "Stream::fill on '", impl().name(), "': null pointer for ", bytes, " bytes");
-  impl().fill(dst, value, bytes);
-  impl().device().observers().each([&](RuntimeObserver& o) { o.on_fill(*this, dst, bytes); });
+  auto& self = impl();
+  self.device().observers().step([&] { self.fill(dst, value, bytes); },
+                                 [&](RuntimeObserver& o) { o.on_fill(*this, dst, bytes); });
 }
 
 native_stream StreamRef::native() const { return impl().native(); }
@@ -91,8 +103,7 @@ void Stream::release() noexcept {
   if (!owned_) return;
   const auto id = owned_->id();
   auto device = owned_->device_handle();
-  owned_.reset();
-  device->observers().each([&](RuntimeObserver& o) { o.on_stream_destroyed(id); });
+  device->observers().step([&] { owned_.reset(); }, [&](RuntimeObserver& o) { o.on_stream_destroyed(id); });
 }
 
 Stream::Stream(Stream&& other) noexcept : owned_(std::move(other.owned_)) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "backends.hpp"
+#include "tracker_support.hpp"
 #include "streamsafe/error.hpp"
 #include "streamsafe/event.hpp"
 #include "streamsafe/hazard/report_text.hpp"
@@ -21,15 +22,6 @@ using hazard::policy;
 using ::testing::Each;
 using ::testing::Eq;
 using ::testing::HasSubstr;
-
-constexpr std::size_t count = 512;
-constexpr std::size_t bytes = count * sizeof(std::uint32_t);
-
-std::vector<hazard_kind> kinds(const hazard::tracker& tracker) {
-  std::vector<hazard_kind> found;
-  for (const auto& h : tracker.hazards()) found.push_back(h.kind);
-  return found;
-}
 
 /// Producer/consumer with the wait forgotten; returns the consumer's output.
 std::vector<std::uint32_t> missing_wait_program(Device& device, hazard::tracker& tracker) {

@@ -15,6 +15,9 @@ namespace streamsafe::hazard {
 /// Both references must outlive this object. Thread-safe as its two parts are.
 class tracked_allocator {
  public:
+  /// Throws usage_error for an allocator with expandable_growth:stitch: it hands out physical
+  /// bytes at a second virtual address, and the engine, which knows bytes by virtual address,
+  /// would be blind to races between the two (use remap, map_new or fixed segments).
   tracked_allocator(caching_allocator& allocator, tracker& hazards);
   /// Takes back the record_stream action it gave the tracker (which may outlive it).
   ~tracked_allocator();
@@ -25,7 +28,9 @@ class tracked_allocator {
   [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream,
                                streamsafe::source_location where = streamsafe::source_location::current());
   /// Tells the engine first: under `enforce`, record_stream is called for every stream whose
-  /// work on the block is not yet covered, so the allocator holds the block until it is done.
+  /// work on the block is not yet covered (also a stream whose handle is already destroyed:
+  /// the tracker keeps such streams until their work is done), so the allocator holds the
+  /// block until it is done.
   void deallocate(void* ptr, streamsafe::source_location where = streamsafe::source_location::current());
   void record_stream(void* ptr, StreamRef stream, streamsafe::source_location where = streamsafe::source_location::current());
 

@@ -8,11 +8,16 @@
 //   hazards.on(copy).copy(device_in, pinned_in, n);     // copies know their ranges
 //   for (auto& h : hazards.hazards()) std::cerr << hazard::describe(h);
 //
-// Ordering: a tracked op is checked against everything the engine has seen, in the order host
-// threads issued it. Untracked work (a raw Stream::launch) is invisible to the engine; records,
-// waits and syncs are always seen. Lifetime: memory named by track_alloc (or by the allocator
-// integration) gets lifetimes; other memory is simply accessed.
-// Thread-safe: calls from several host threads are serialized by an internal lock.
+// Ordering: a tracked op is checked against everything the engine has seen, in the order the
+// runtime performed it: each tracker call holds the device's observed order
+// (runtime_observer.hpp) across its check, its insertions and its enqueue, as the runtime's own
+// observed calls do across their work and callbacks. Untracked work (a raw Stream::launch) is
+// invisible to the engine; records, waits, syncs and successful queries are always seen.
+// Lifetime: memory named by track_alloc (or by the allocator integration) gets lifetimes; other
+// memory is simply accessed. Streams: the tracker shares ownership of every stream it has seen
+// (a destroyed one until its work is seen done), so `enforce` can still act on it.
+// Thread-safe: calls from several host threads are serialized by the device's observed order,
+// then an internal lock; while a tracker is attached, so are the device's observed calls.
 #pragma once
 
 #include <array>
