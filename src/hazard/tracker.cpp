@@ -139,6 +139,7 @@ struct tracker::state final : RuntimeObserver {
   /// The tracker's side of a stream's end: its handle is gone, but `enforce` may still have to
   /// wait for or record work it enqueued, so the stream is kept until that work is done.
   void forget_stream(streamsafe::stream_id id) {
+    model.stream_destroy(stream_id{static_cast<std::uint64_t>(id)}, site("stream_destroy"));
     const auto node = streams.extract(static_cast<std::uint64_t>(id));
     if (node.empty() || !node.mapped().keep) return;
     if (retired_streams.size() >= retired_check_threshold) drop_idle_retired();
@@ -224,6 +225,10 @@ struct tracker::state final : RuntimeObserver {
   }
   void on_stream_created(StreamRef stream) override { observe([&] { know(stream); }); }
   void on_stream_destroyed(streamsafe::stream_id id) override { observe([&] { forget_stream(id); }); }
+  /// The engine forgets the event's clock, so its memory stays bounded by the live events.
+  void on_event_destroyed(streamsafe::event_id id) override {
+    observe([&] { model.event_destroy(event_id{static_cast<std::uint64_t>(id)}, site("event_destroy")); });
+  }
   void on_event_record(EventRef event, StreamRef stream) override {
     observe([&] {
       know(stream);
