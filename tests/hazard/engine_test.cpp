@@ -162,6 +162,17 @@ class ReuseTest : public EngineTest {
     (void)model.free(block, at("free"));
     model.alloc(block, 64, a, op_site{model.label("alloc", "t.cpp:9"), ++line});
   }
+  // A block of a's that b writes after a wait and records itself on (the release point covers
+  // b's write), then freed.
+  void b_uses_recorded_block_then_free() {
+  model.alloc(block, 64, a, at("alloc"));
+  write(a, {block, 64}, "a_write");
+  model.event_record(e1, a, at("rec"));
+  model.stream_wait_event(b, e1, at("wait"));
+  write(b, {block, 64}, "b_write");
+  model.record_stream(block, b, at("record_stream"));
+  (void)model.free(block, at("free"));
+  }
 };
 
 TEST_F(ReuseTest, ABlockReusedOnAnotherStreamWithoutAWaitIsAReuseRace) {
@@ -199,13 +210,7 @@ TEST_F(ReuseTest, AWaitOnAnEventRecordedAfterTheAllocationOrdersTheOtherStream) 
 }
 
 TEST_F(ReuseTest, AWaitRecordedBeforeTheAllocationDoesNotOrderARecordedStreamsOldAccess) {
-  model.alloc(block, 64, a, at("alloc"));
-  write(a, {block, 64}, "a_write");
-  model.event_record(e1, a, at("rec"));
-  model.stream_wait_event(b, e1, at("wait"));
-  write(b, {block, 64}, "b_write");
-  model.record_stream(block, b, at("record_stream"));
-  (void)model.free(block, at("free"));
+  b_uses_recorded_block_then_free();
   constexpr event_id e2{2};
   write(a, {0, 64}, "a_other");
   model.event_record(e2, a, at("rec_before_alloc"));
@@ -237,13 +242,7 @@ TEST_F(ReuseTest, EnforceMakesTheOtherStreamWaitOnTheAllocationStream) {
 
 TEST_F(ReuseTest, EnforceWaitsOnTheAllocationStreamNotTheOldUser) {
   model.set_mode(policy::enforce);
-  model.alloc(block, 64, a, at("alloc"));
-  write(a, {block, 64}, "a_write");
-  model.event_record(e1, a, at("rec"));
-  model.stream_wait_event(b, e1, at("wait"));
-  write(b, {block, 64}, "b_write");
-  model.record_stream(block, b, at("record_stream"));
-  (void)model.free(block, at("free"));
+  b_uses_recorded_block_then_free();
   model.alloc(block, 64, a, at("alloc"));
   const auto inserted = model.access(c, {}, std::array{byte_range{block, 64}}, at("c_write"));
   ASSERT_EQ(inserted.size(), 1U);
