@@ -167,16 +167,13 @@ segment* caching_allocator_impl::reserve_range(stream_pool& pool, pool_kind kind
 }
 
 std::size_t caching_allocator_impl::range_bytes(const stream_pool& pool, pool_kind kind, std::size_t rounded) const {
-  const std::size_t needed = round_up(rounded, options_.granularity);
-  if (options_.expandable_reserve_bytes != 0) return std::max(options_.expandable_reserve_bytes, needed);
   std::size_t held = 0;
   {
     std::lock_guard lock(pool.mutex);
     for (const segment* s : pool.segments()) held += s->kind == kind ? s->size : 0;
   }
-  const std::size_t initial = round_up(initial_range_bytes, options_.granularity);
-  const std::size_t device = round_up(source_->memory().total_bytes, options_.granularity);
-  return std::max(needed, std::min(std::max(initial, held), device));
+  const std::size_t bytes = next_range_bytes(round_up(rounded, options_.granularity), held, options_.expandable_reserve_bytes);
+  return round_up(bytes, options_.granularity);
 }
 
 block* caching_allocator_impl::grow_expandable(stream_pool& pool, pool_kind kind, std::size_t rounded) {

@@ -51,7 +51,6 @@ caching_allocator_impl::caching_allocator_impl(const Device& device, allocator_o
              "caching_allocator: granularity must be a positive multiple of ", min_block_bytes);
   SS_EXPECTS(options_.small_request_limit <= options_.small_segment_bytes,
              "caching_allocator: small_request_limit must not exceed small_segment_bytes");
-  if (options_.expandable_reserve_bytes == 0) options_.expandable_reserve_bytes = source_->memory().total_bytes;
   options_.expandable_reserve_bytes = round_up(options_.expandable_reserve_bytes, options_.granularity);
   history_.resize(options_.history_capacity);
 }

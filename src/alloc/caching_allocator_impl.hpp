@@ -152,9 +152,8 @@ class caching_allocator_impl {
   [[nodiscard]] std::size_t fixed_segment_bytes(pool_kind kind, std::size_t rounded) const noexcept;
   /// A virtual range for a segment of `kind` able to hold `rounded` (see range_bytes).
   [[nodiscard]] segment* reserve_range(stream_pool& pool, pool_kind kind, std::size_t rounded);
-  /// Bytes of the next range: the option when set; else as many as the pool's ranges of `kind`
-  /// hold so far (at least initial_range_bytes), so a stream's ranges double as it grows, and
-  /// no stream reserves the device's whole address range before it needs it.
+  /// Bytes of the next range (next_range_bytes over the pool's ranges of `kind`): no stream
+  /// reserves the device's whole address range before it needs it.
   [[nodiscard]] std::size_t range_bytes(const stream_pool& pool, pool_kind kind, std::size_t rounded) const;
   /// The chunks of live block `b` not mapped yet. Caller holds the owner's lock.
   [[nodiscard]] static std::vector<std::size_t> missing_chunks(const block& b);
@@ -164,8 +163,6 @@ class caching_allocator_impl {
   /// After a failed growth: `b` goes back free, the chunks mapped for it are unmapped, and the
   /// range reserved for it (`fresh`, when not null) is released when nothing else uses it.
   void undo_growth(stream_pool& pool, block* b, const std::vector<std::size_t>& mapped, segment* fresh);
-  /// The first range a stream's pool reserves (when expandable_reserve_bytes is 0).
-  static constexpr std::size_t initial_range_bytes = std::size_t{64} << 20;
   void run(ladder_step step);
   void release_cached();
   void release_free_memory(stream_pool& pool);
