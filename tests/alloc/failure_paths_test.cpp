@@ -91,6 +91,26 @@ TEST_F(FailurePaths, FailedFreeOfASegmentKeepsItInThePool) {
   EXPECT_EQ(alloc.stats().reserved_bytes.current, 0) << "the retry must free the segment";
 }
 
+// Releasing cached memory gives a segment back only after the work its stream enqueued before the
+// free is done: here a starved fill still runs when empty_cache is called, and the device hands
+// the same arena bytes to the next allocation.
+TEST_F(FailurePaths, ReleaseWaitsForTheStreamBeforeFreeingASegment) {
+  caching_allocator alloc(device, with_segments(segment_kind::fixed));
+  Stream late(device, slow_stream("late"));
+  void* p = alloc.allocate(mib, late);
+  late.fill(p, 0xAB, mib);  // in flight: late is starved
+  alloc.deallocate(p);
+  alloc.empty_cache();
+  auto* q = static_cast<std::uint32_t*>(device.allocate(2 * mib));
+  s.fill(q, 0x11, 2 * mib);
+  device.synchronize();  // the late fill lands now, if it had not before the release
+  const std::vector<std::uint32_t> words = read_back(s, q, 2 * mib / 4);
+  std::size_t wrong = 0;
+  for (const std::uint32_t w : words) wrong += w != 0x11111111u ? 1 : 0;
+  EXPECT_EQ(wrong, 0u) << "a segment was freed while its stream's work could still write it";
+  device.deallocate(q);
+}
+
 // The destructor waits for the streams whose cached memory work may still use, not the device:
 // a stream the allocator never served keeps its work queued.
 TEST_F(FailurePaths, DestructorSynchronizesOnlyStreamsWithCachedMemory) {
