@@ -86,7 +86,8 @@ class StreamRef {
 /// An owning stream (non-blocking with respect to the legacy default stream on cuda).
 /// Destroying it does not cancel queued work: the work still runs, as with cudaStreamDestroy
 /// (on sim the destructor waits for it). A caching allocator that served or recorded the stream
-/// keeps the underlying stream until the allocator goes, so its pending frees stay safe.
+/// keeps the underlying stream while it holds blocks, cached memory or pending frees of it
+/// (caching_allocator.hpp, "Streams"), so its pending frees stay safe.
 class Stream : public StreamRef {
  public:
   explicit Stream(const Device& device, stream_options options = {});

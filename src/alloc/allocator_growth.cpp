@@ -152,21 +152,38 @@ void for_each_free_mapped_chunk(segment& s, Visit visit) {
 
 }  // namespace
 
+segment* caching_allocator_impl::reserve_range(stream_pool& pool, pool_kind kind, std::size_t rounded) {
+  const std::size_t bytes = range_bytes(pool, kind, rounded);
+  auto fresh = std::make_unique<segment>();
+  fresh->address = source_->reserve(bytes);
+  fresh->size = bytes;
+  fresh->kind = kind;
+  fresh->expandable = true;
+  fresh->granularity = options_.granularity;
+  fresh->place_at_chunk_end = kind == pool_kind::small && options_.small_placement == small_block_placement::chunk_end;
+  fresh->chunk_mapped.assign(bytes / options_.granularity, false);
+  note_reserved(0, 1);
+  return fresh.release();
+}
+
+std::size_t caching_allocator_impl::range_bytes(const stream_pool& pool, pool_kind kind, std::size_t rounded) const {
+  std::size_t held = 0;
+  {
+    std::lock_guard lock(pool.mutex);
+    for (const segment* s : pool.segments()) held += s->kind == kind ? s->size : 0;
+  }
+  const std::size_t bytes = next_range_bytes(round_up(rounded, options_.granularity), held, options_.expandable_reserve_bytes);
+  return round_up(bytes, options_.granularity);
+}
+
 block* caching_allocator_impl::grow_expandable(stream_pool& pool, pool_kind kind, std::size_t rounded) {
+  std::lock_guard slow(pool.growth);  // the chunks mapped and moved below are this call's alone
+  segment* fresh = nullptr;
   std::unique_lock lock(pool.mutex);
   block* candidate = pool.find(kind, rounded);
-  if (candidate == nullptr) {  // no range yet, or it is full: reserve another
+  if (candidate == nullptr) {  // no range yet, or they are full: reserve another
     lock.unlock();
-    const std::size_t bytes = std::max(options_.expandable_reserve_bytes, round_up(rounded, options_.granularity));
-    auto* fresh = new segment;
-    fresh->address = source_->reserve(bytes);
-    fresh->size = bytes;
-    fresh->kind = kind;
-    fresh->expandable = true;
-    fresh->granularity = options_.granularity;
-    fresh->place_at_chunk_end = kind == pool_kind::small && options_.small_placement == small_block_placement::chunk_end;
-    fresh->chunk_mapped.assign(bytes / options_.granularity, false);
-    note_reserved(0, 1);
+    fresh = reserve_range(pool, kind, rounded);
     lock.lock();
     adopt_segment(pool, fresh);
     candidate = pool.find(kind, rounded);
@@ -177,15 +194,86 @@ block* caching_allocator_impl::grow_expandable(stream_pool& pool, pool_kind kind
     candidate = cheapest_placement(pool, kind, rounded, pool.find(kind, rounded));
   }
   block* b = pool.take(candidate, rounded, pool);
+  const std::vector<std::size_t> missing = missing_chunks(*b);
+  released_memory moved;
+  if (remap) {
+    std::size_t chunks = chunks_to_move(pool, *b);
+    for (segment* s : pool.segments()) {
+      if (chunks == 0) break;
+      if (s->expandable && s != b->owner) chunks -= take_free_chunks(*s, moved, chunks);
+    }
+    if (chunks != 0) take_free_chunks(*b->owner, moved, chunks);
+  }
+  lock.unlock();
   try {
-    if (remap) unmap_free_chunks(pool, chunks_to_move(pool, *b));
-    map_block(b);
+    // Work already enqueued on the stream may still use a freed block's moved chunks.
+    if (!moved.empty()) give_back_memory(pool, moved, true);
+    map_chunks(pool, b, missing);
   } catch (...) {
-    b->user = &pool;
-    pool.give_back(b);
+    undo_growth(pool, b, missing, fresh);
     throw;
   }
   return b;
+}
+
+std::vector<std::size_t> caching_allocator_impl::missing_chunks(const block& b) {
+  const segment& s = *b.owner;
+  const chunk_range range = chunks_of(s, b.address, b.size);
+  std::vector<std::size_t> missing;
+  for (std::size_t chunk = range.first; chunk <= range.last; ++chunk) {
+    if (!s.chunk_mapped[chunk]) missing.push_back(chunk);
+  }
+  return missing;
+}
+
+void caching_allocator_impl::map_chunks(stream_pool& pool, block* b, const std::vector<std::size_t>& chunks) {
+  segment& s = *b->owner;
+  std::size_t mapped = 0;
+  const auto book = [&] {
+    {
+      std::lock_guard lock(pool.mutex);
+      for (std::size_t i = 0; i < mapped; ++i) {
+        s.chunk_mapped[chunks[i]] = true;
+        s.chunks_touched = std::max(s.chunks_touched, chunks[i] + 1);
+      }
+      s.mapped_bytes += mapped * s.granularity;
+      b->mapped = mapped == chunks.size();
+    }
+    for (std::size_t i = 0; i < mapped; ++i) note_reserved(static_cast<std::int64_t>(s.granularity), 0);
+  };
+  try {
+    for (; mapped < chunks.size(); ++mapped) source_->map_chunk(s.address + chunks[mapped] * s.granularity, s.granularity);
+  } catch (...) {
+    book();  // what was mapped is known, to be given back
+    throw;
+  }
+  book();
+}
+
+void caching_allocator_impl::undo_growth(stream_pool& pool, block* b, const std::vector<std::size_t>& mapped,
+                                         segment* fresh) {
+  released_memory taken;
+  {
+    std::lock_guard lock(pool.mutex);
+    segment& s = *b->owner;
+    pool.give_back(b);
+    if (fresh != nullptr && wholly_free(*fresh)) {
+      disown_segment(pool, fresh);  // released whole, its chunks with it
+      taken.segments.push_back(fresh);
+    } else {
+      // Free again, the block's new chunks lie wholly in free space: nothing else maps them.
+      for (const std::size_t chunk : mapped) {
+        if (!s.chunk_mapped[chunk]) continue;
+        s.chunk_mapped[chunk] = false;
+        taken.chunks.push_back({&s, chunk});
+      }
+    }
+  }
+  try {
+    give_back_memory(pool, taken, false);  // never used: no stream to wait for
+  } catch (...) {
+    // The growth's own error is the one to report; what could not be given back stays booked.
+  }
 }
 
 block* caching_allocator_impl::cheapest_placement(stream_pool& pool, pool_kind kind, std::size_t rounded,
@@ -224,38 +312,6 @@ std::size_t caching_allocator_impl::chunks_to_move(const stream_pool& pool, cons
   return needed > may_map ? needed - may_map : 0;
 }
 
-void caching_allocator_impl::unmap_free_chunks(stream_pool& pool, std::size_t chunks) {
-  if (chunks == 0) return;
-  bool synchronized = false;
-  for (segment* s : pool.segments()) {
-    if (!s->expandable) continue;
-    for_each_free_mapped_chunk(*s, [&](block& holder, std::size_t chunk) {
-      if (!synchronized) {  // work already enqueued on the stream may still use a freed block
-        pool.stream().synchronize();
-        synchronized = true;
-      }
-      unmap_chunk(*s, holder, chunk);
-      return --chunks != 0;
-    });
-    if (chunks == 0) return;
-  }
-}
-
-void caching_allocator_impl::map_block(block* b) {
-  segment& s = *b->owner;
-  const chunk_range range = chunks_of(s, b->address, b->size);
-  for (std::size_t chunk = range.first; chunk <= range.last; ++chunk) {
-    if (s.chunk_mapped[chunk]) continue;
-    const std::uintptr_t at = s.address + chunk * s.granularity;
-    source_->map_chunk(at, s.granularity);
-    s.chunk_mapped[chunk] = true;
-    s.chunks_touched = std::max(s.chunks_touched, chunk + 1);
-    s.mapped_bytes += s.granularity;
-    note_reserved(static_cast<std::int64_t>(s.granularity), 0);
-  }
-  b->mapped = true;
-}
-
 void caching_allocator_impl::run(ladder_step step) {
   switch (step) {
     case ladder_step::reclaim_completed: process_pending_frees(poll_mode::eager); return;
@@ -274,52 +330,127 @@ void caching_allocator_impl::empty_cache() {
 
 void caching_allocator_impl::release_cached() {
   std::lock_guard ladder(ladder_mutex_);
+  retire_abandoned();
   {
     std::lock_guard lock(stats_mutex_);
     ++device_stats_.num_sync_all_streams;
   }
-  for (stream_pool* pool : all_pools()) {
-    // Locked before the sync: blocks freed from here on cannot be released by this pass, and
-    // every block freed before was freed after its last use was enqueued, so the sync covers it.
-    std::lock_guard lock(pool->mutex);
-    pool->stream().synchronize();
-    release_free_memory(*pool);
-  }
+  for (stream_pool* pool : all_pools()) release_free_memory(*pool);
 }
 
 void caching_allocator_impl::release_free_memory(stream_pool& pool) {
+  std::lock_guard slow(pool.growth);
+  released_memory taken;
+  {
+    std::lock_guard lock(pool.mutex);
+    take_free_memory(pool, taken);
+  }
+  // Taken before the sync: blocks freed from here on are not released by this pass, and every
+  // block taken was freed after its last use was enqueued, so the sync covers it.
+  give_back_memory(pool, taken, true);
+}
+
+void caching_allocator_impl::take_free_memory(stream_pool& pool, released_memory& out) {
   pool.merge_deferred();  // whole free chunks and segments show only once neighbours are merged
-  if (pool.stitched) release_stitched(pool);
+  take_free_stitched(pool, out.windows);
+  out.stitcher_to_flush = pool.stitched != nullptr;
   std::vector<segment*> wholly_free_fixed;
   for (segment* s : pool.segments()) {
     if (s->expandable) {
-      unmap_free_chunks(*s);
+      take_free_chunks(*s, out, s->chunk_mapped.size());
     } else if (!s->stitched && wholly_free(*s)) {
       wholly_free_fixed.push_back(s);
     }
   }
   for (segment* s : wholly_free_fixed) {
     disown_segment(pool, s);
-    source_->deallocate(reinterpret_cast<void*>(s->address));
-    note_reserved(-static_cast<std::int64_t>(s->size), -1);
-    if (options_.history_capacity != 0) remember(trace_action::segment_free, s->address, s->size, pool.stream().id());
+    out.segments.push_back(s);
+  }
+}
+
+bool caching_allocator_impl::take_all_memory(stream_pool& pool, released_memory& out) {
+  pool.merge_deferred();
+  const std::vector<segment*>& segments = pool.segments();
+  if (!std::all_of(segments.begin(), segments.end(), [](const segment* s) { return wholly_free(*s); })) return false;
+  take_free_stitched(pool, out.windows);
+  out.stitcher_to_flush = pool.stitched != nullptr;
+  while (!pool.segments().empty()) {
+    segment* s = pool.segments().back();
+    disown_segment(pool, s);
+    out.segments.push_back(s);
+  }
+  return true;
+}
+
+std::size_t caching_allocator_impl::take_free_chunks(segment& s, released_memory& out, std::size_t limit) {
+  std::size_t taken = 0;
+  if (limit == 0) return 0;
+  for_each_free_mapped_chunk(s, [&](block& holder, std::size_t chunk) {
+    // Unmapped in the books from here on, so no request takes it; its bytes are booked once the
+    // device call succeeds (see give_back_memory).
+    s.chunk_mapped[chunk] = false;
+    holder.mapped = false;
+    out.chunks.push_back({&s, chunk});
+    return ++taken < limit;
+  });
+  return taken;
+}
+
+void caching_allocator_impl::give_back_memory(stream_pool& pool, released_memory& taken, bool synchronize) {
+  if (taken.empty()) return;
+  released_memory::progress done;
+  try {
+    if (synchronize) pool.stream().synchronize();
+    if (taken.stitcher_to_flush) release_stitched(pool, taken.windows);
+    for (; done.chunks < taken.chunks.size(); ++done.chunks) {
+      const released_memory::chunk& c = taken.chunks[done.chunks];
+      source_->unmap_chunk(c.owner->address + c.index * c.owner->granularity, c.owner->granularity);
+    }
+    for (; done.segments < taken.segments.size(); ++done.segments) {
+      const segment& s = *taken.segments[done.segments];
+      if (s.expandable) {
+        source_->release(s.address, s.size);
+      } else {
+        source_->deallocate(reinterpret_cast<void*>(s.address));
+      }
+    }
+  } catch (...) {
+    book_given_back(pool, taken, done);
+    restore_books(pool, taken, done);
+    throw;
+  }
+  book_given_back(pool, taken, done);
+}
+
+void caching_allocator_impl::book_given_back(stream_pool& pool, const released_memory& taken,
+                                             const released_memory::progress& done) {
+  {
+    std::lock_guard lock(pool.mutex);
+    for (std::size_t i = 0; i < done.chunks; ++i) taken.chunks[i].owner->mapped_bytes -= taken.chunks[i].owner->granularity;
+  }
+  for (std::size_t i = 0; i < done.chunks; ++i) note_reserved(-static_cast<std::int64_t>(taken.chunks[i].owner->granularity), 0);
+  for (std::size_t i = 0; i < done.segments; ++i) {
+    segment* s = taken.segments[i];
+    note_reserved(-static_cast<std::int64_t>(s->mapped_bytes), -1);
+    if (!s->expandable && options_.history_capacity != 0) {
+      remember(trace_action::segment_free, s->address, s->size, pool.stream().id());
+    }
     delete s;
   }
 }
 
-void caching_allocator_impl::unmap_free_chunks(segment& s) {
-  for_each_free_mapped_chunk(s, [&](block& holder, std::size_t chunk) {
-    unmap_chunk(s, holder, chunk);
-    return true;
-  });
-}
-
-void caching_allocator_impl::unmap_chunk(segment& s, block& holder, std::size_t chunk) {
-  source_->unmap_chunk(s.address + chunk * s.granularity, s.granularity);
-  s.chunk_mapped[chunk] = false;
-  s.mapped_bytes -= s.granularity;
-  holder.mapped = false;
-  note_reserved(-static_cast<std::int64_t>(s.granularity), 0);
+void caching_allocator_impl::restore_books(stream_pool& pool, released_memory& taken,
+                                           const released_memory::progress& done) {
+  // What the device still holds goes back into the books as it was: a chunk whose unmap failed
+  // is still mapped, a segment whose free failed still the pool's, a window not dissolved yet
+  // dormant in the stitcher (which unmaps it later).
+  for (stitched_window& window : taken.windows) pool.stitched->dissolve(std::move(window));
+  taken.windows.clear();
+  std::lock_guard lock(pool.mutex);
+  for (std::size_t i = done.chunks; i < taken.chunks.size(); ++i) {
+    taken.chunks[i].owner->chunk_mapped[taken.chunks[i].index] = true;
+  }
+  for (std::size_t i = done.segments; i < taken.segments.size(); ++i) adopt_segment(pool, taken.segments[i]);
 }
 
 std::size_t caching_allocator_impl::largest_free_block() const {

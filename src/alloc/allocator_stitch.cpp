@@ -22,12 +22,17 @@ constexpr std::size_t dormant_limit = 4096;
 }  // namespace
 
 block* caching_allocator_impl::grow_stitched(stream_pool& pool, pool_kind kind, std::size_t rounded) {
-  std::lock_guard lock(pool.mutex);
+  std::lock_guard slow(pool.growth);  // guards the stitcher: its map calls run outside pool.mutex
   stitcher& memory = stitcher_of(pool);
   memory.unmap_finished(false);
   // Every wholly free segment gives its bytes back first: the new one may fit best there. (Only
   // when a plan would need new chunks packs worse: 1.03 against 1.01 on the inference traces.)
-  dissolve_free_segments(pool);
+  std::vector<stitched_window> dissolved;
+  {
+    std::lock_guard lock(pool.mutex);
+    take_free_stitched(pool, dissolved);
+  }
+  for (stitched_window& window : dissolved) memory.dissolve(std::move(window));
   const chunk_packer::plan planned = kind == pool_kind::small
                                          ? memory.packer().plan_small_segment(rounded, options_.small_window_bytes)
                                          : memory.packer().plan_segment(rounded);
@@ -47,11 +52,12 @@ block* caching_allocator_impl::grow_stitched(stream_pool& pool, pool_kind kind, 
   fresh->kind = kind;
   fresh->stitched = true;
   fresh->window = std::move(window);
+  std::lock_guard lock(pool.mutex);
   adopt_segment(pool, fresh);
   return pool.take(fresh->first, rounded, pool);
 }
 
-void caching_allocator_impl::dissolve_free_segments(stream_pool& pool) {
+void caching_allocator_impl::take_free_stitched(stream_pool& pool, std::vector<stitched_window>& out) {
   pool.merge_deferred();  // a wholly free segment shows as one free block only once merged
   std::vector<segment*> dissolved;
   for (segment* s : pool.segments()) {
@@ -59,14 +65,15 @@ void caching_allocator_impl::dissolve_free_segments(stream_pool& pool) {
   }
   for (segment* s : dissolved) {
     disown_segment(pool, s);
-    pool.stitched->dissolve(std::move(s->window));
+    out.push_back(std::move(s->window));
     note_reserved(0, -1);
     delete s;
   }
 }
 
-void caching_allocator_impl::release_stitched(stream_pool& pool) {
-  dissolve_free_segments(pool);
+void caching_allocator_impl::release_stitched(stream_pool& pool, std::vector<stitched_window>& windows) {
+  for (stitched_window& window : windows) pool.stitched->dissolve(std::move(window));
+  windows.clear();
   pool.stitched->unmap_finished(true);
   const std::size_t released = pool.stitched->release_free_chunks();
   for (std::size_t i = 0; i < released; ++i) note_reserved(-static_cast<std::int64_t>(options_.granularity), 0);

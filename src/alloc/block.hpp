@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "alloc/size_classes.hpp"
@@ -40,7 +41,9 @@ struct block {
   block* next = nullptr;
   block* prev_free = nullptr;  // bin list
   block* next_free = nullptr;
-  std::vector<StreamImpl*> recorded_streams;  // streams other than the owner that used it
+  // Streams other than the owner that used it; shares, so that a recorded stream whose handle
+  // is gone stays until the block's free is fenced on it.
+  std::vector<std::shared_ptr<StreamImpl>> recorded_streams;
 };
 
 struct segment {

@@ -30,6 +30,13 @@ struct pool_guess {
   stream_pool* pool = nullptr;
 };
 thread_local pool_guess guessed_pool;
+
+/// A share of `stream`; for a stream no handle owns (a device's default stream, which lives as
+/// long as its device), one that owns nothing and is never the last.
+std::shared_ptr<StreamImpl> share_of(StreamImpl& stream) {
+  if (std::shared_ptr<StreamImpl> share = stream.weak_from_this().lock()) return share;
+  return std::shared_ptr<StreamImpl>(std::shared_ptr<StreamImpl>{}, &stream);
+}
 }  // namespace
 
 caching_allocator_impl::caching_allocator_impl(const Device& device, allocator_options options)
@@ -44,16 +51,22 @@ caching_allocator_impl::caching_allocator_impl(const Device& device, allocator_o
              "caching_allocator: granularity must be a positive multiple of ", min_block_bytes);
   SS_EXPECTS(options_.small_request_limit <= options_.small_segment_bytes,
              "caching_allocator: small_request_limit must not exceed small_segment_bytes");
-  if (options_.expandable_reserve_bytes == 0) options_.expandable_reserve_bytes = source_->memory().total_bytes;
   options_.expandable_reserve_bytes = round_up(options_.expandable_reserve_bytes, options_.granularity);
   history_.resize(options_.history_capacity);
 }
 
 caching_allocator_impl::~caching_allocator_impl() {
-  try {
-    device_.synchronize();
-  } catch (...) {
-    // A failed device cannot be waited for; the memory is returned all the same.
+  const auto quietly = [](auto call) {
+    try {
+      call();
+    } catch (...) {
+      // A failed device cannot be waited for; the memory is returned all the same.
+    }
+  };
+  quietly([&] { wait_for_pending(); });
+  for (stream_pool* pool : pool_list_) {
+    // Only the streams whose cached memory work may still use: not the whole device.
+    if (!pool->segments().empty()) quietly([&] { pool->stream().synchronize(); });
   }
   for (stream_pool* pool : pool_list_) {
     for (segment* s : pool->segments()) {
@@ -63,7 +76,7 @@ caching_allocator_impl::~caching_allocator_impl() {
       } else if (s->expandable) {
         source_->release(s->address, s->size);
       } else {
-        source_->deallocate(reinterpret_cast<void*>(s->address));
+        quietly([&] { source_->deallocate(reinterpret_cast<void*>(s->address)); });
       }
       delete s;
     }
@@ -86,22 +99,87 @@ stream_pool& caching_allocator_impl::pool_for_slow(StreamImpl& stream) {
   pool_cache_entry& cached = last_pool;
   SS_EXPECTS(&stream.device() == &device_.impl(), "caching_allocator: stream '", stream.name(),
              "' belongs to another device than the allocator's (", device_.name(), ")");
-  std::lock_guard lock(pools_mutex_);
-  auto& slot = pools_[stream.id()];
-  if (!slot) {
-    retain(stream);
-    slot = std::make_unique<stream_pool>(stream);
-    pool_list_.push_back(slot.get());
+  stream_pool* pool = nullptr;
+  bool created = false;
+  {
+    std::lock_guard lock(pools_mutex_);
+    auto& slot = pools_[stream.id()];
+    if (!slot) {
+      slot = new_pool(stream);
+      pool_list_.push_back(slot.get());
+      created = true;
+    }
+    pool = slot.get();
   }
-  cached = pool_cache_entry{token_, &stream, stream.id(), slot.get()};
-  return *slot;
+  // A new stream is when streams come and go: the time to give back what the gone ones cached.
+  if (created) retire_abandoned();
+  cached = pool_cache_entry{token_, &stream, stream.id(), pool};
+  return *pool;
 }
 
-void caching_allocator_impl::retain(StreamImpl& stream) {
-  std::shared_ptr<StreamImpl> share = stream.weak_from_this().lock();
-  if (!share) return;  // not owned by a handle (a default stream): lives as long as the device
-  std::lock_guard lock(retained_mutex_);
-  retained_.try_emplace(stream.id(), std::move(share));
+std::unique_ptr<stream_pool> caching_allocator_impl::new_pool(StreamImpl& stream) {
+  if (retired_pools_.empty()) return std::make_unique<stream_pool>(share_of(stream));
+  std::unique_ptr<stream_pool> pool = std::move(retired_pools_.back());
+  retired_pools_.pop_back();
+  std::lock_guard lock(pool->mutex);  // a thread's stale guess may still look into it
+  pool->rebind(share_of(stream));
+  return pool;
+}
+
+void caching_allocator_impl::retire_abandoned() {
+  std::unique_lock retiring(retire_mutex_, std::try_to_lock);
+  if (!retiring.owns_lock()) return;
+  std::vector<std::pair<stream_pool*, std::shared_ptr<StreamImpl>>> abandoned;  // dropped last, unlocked
+  {
+    std::lock_guard lock(pools_mutex_);
+    for (stream_pool* pool : pool_list_) {
+      if (pool->abandoned()) abandoned.emplace_back(pool, pool->stream_share());
+    }
+  }
+  for (const auto& [pool, share] : abandoned) {
+    // No work can be enqueued on an abandoned stream: once it is idle, it stays idle.
+    if (!StreamRef(share.get()).query()) continue;
+    try {
+      retire(*pool, share);
+    } catch (const std::exception&) {
+      // A device call failed giving its memory back: what the device still holds is booked in
+      // the pool again, and the next sweep tries again. The caller's request is not at fault.
+    }
+  }
+}
+
+void caching_allocator_impl::retire(stream_pool& pool, const std::shared_ptr<StreamImpl>& share) {
+  std::shared_ptr<StreamImpl> dropped;  // the stream's end is a device call: after the locks
+  std::lock_guard slow(pool.growth);
+  released_memory taken;
+  {
+    std::lock_guard lock(pool.mutex);
+    // The pool's share and ours: any other means a block or a pending free refers to it again.
+    if (pool.stream_share() != share || share.use_count() != 2 || !pool.unused()) return;
+    if (!take_all_memory(pool, taken)) return;
+  }
+  give_back_memory(pool, taken, false);
+  pool.stitched.reset();  // its windows' ranges go back
+  std::lock_guard lock(pools_mutex_);
+  const auto it = pools_.find(share->id());
+  std::unique_ptr<stream_pool> record = std::move(it->second);
+  pools_.erase(it);
+  std::erase(pool_list_, &pool);
+  {
+    std::lock_guard pool_lock(pool.mutex);
+    fold_retired_stats(pool.stats);
+    dropped = pool.unbind();
+  }
+  retired_pools_.push_back(std::move(record));
+}
+
+void caching_allocator_impl::fold_retired_stats(const allocator_stats& gone) {
+  std::lock_guard lock(stats_mutex_);  // a retired pool's totals stay in the device's figures
+  device_stats_.allocated_bytes.merge(gone.allocated_bytes);
+  device_stats_.active_bytes.merge(gone.active_bytes);
+  device_stats_.requested_bytes.merge(gone.requested_bytes);
+  device_stats_.allocation.merge(gone.allocation);
+  device_stats_.active.merge(gone.active);
 }
 
 stream_pool* caching_allocator_impl::find_pool(stream_id id) const {
@@ -195,7 +273,12 @@ void caching_allocator_impl::deallocate(void* ptr) {
   // Told before the block can be reused, so no one hears of its next allocation first.
   const stream_id user_id = user.stream().id();
   if (options_.history_capacity != 0) remember(trace_action::free_requested, b->address, b->size, user_id);
-  if (options_.observer != nullptr) options_.observer->on_free(ptr, b->size, user_id);
+  if (options_.observer != nullptr) {
+    // Unlisted, the block is out of every thread's reach while the lock is released.
+    owner_lock.unlock();
+    options_.observer->on_free(ptr, b->size, user_id);
+    owner_lock.lock();
+  }
   if (&user == &owner && b->recorded_streams.empty()) {  // same-stream reuse: cached at once
     note_freed(owner.stats, *b);
     note_inactive(owner.stats, b->size);
@@ -208,8 +291,9 @@ void caching_allocator_impl::deallocate(void* ptr) {
 void caching_allocator_impl::free_pending(block* b, stream_pool& owner, std::unique_lock<spin_mutex> owner_lock) {
   stream_pool& user = *b->user;
   // Reused by this thread's frees: the block keeps its list's capacity, and so does this copy.
-  thread_local std::vector<StreamImpl*> waits_for;
-  waits_for.assign(b->recorded_streams.begin(), b->recorded_streams.end());
+  thread_local std::vector<std::shared_ptr<StreamImpl>> waits_for;
+  waits_for.clear();
+  for (std::shared_ptr<StreamImpl>& recorded : b->recorded_streams) waits_for.push_back(std::move(recorded));
   b->recorded_streams.clear();
   b->state = block_state::pending;
   if (&user == &owner) {
@@ -218,27 +302,24 @@ void caching_allocator_impl::free_pending(block* b, stream_pool& owner, std::uni
     owner_lock.unlock();
     std::lock_guard lock(user.mutex);
     note_freed(user.stats, *b);
-    waits_for.push_back(&user.stream());
+    waits_for.push_back(user.stream_share());
   }
   if (owner_lock.owns_lock()) owner_lock.unlock();
   pending_.hold(b, &user, waits_for);  // last: from here on a poll may reclaim it
+  waits_for.clear();  // the shares were moved: nothing is dropped here
 }
 
 void caching_allocator_impl::record_stream(void* ptr, StreamRef stream) {
   StreamImpl& recorded = stream.impl();
   SS_EXPECTS(&recorded.device() == &device_.impl(), "caching_allocator::record_stream(", ptr, "): stream '",
              recorded.name(), "' belongs to another device");
-  thread_local pool_cache_entry last_recorded;  // the stream this thread recorded last is retained
-  if (last_recorded.token != token_ || last_recorded.id != recorded.id()) {
-    retain(recorded);
-    last_recorded = {token_, &recorded, recorded.id(), nullptr};
-  }
+  std::shared_ptr<StreamImpl> share = share_of(recorded);  // taken before the lock: an atomic add
   {
     auto [b, lock] = lock_live(ptr, "record_stream", lookup::find);
     if (&recorded == &b->user->stream()) return;
     auto& streams = b->recorded_streams;
-    if (std::find(streams.begin(), streams.end(), &recorded) != streams.end()) return;
-    streams.push_back(&recorded);
+    if (std::find(streams.begin(), streams.end(), share) != streams.end()) return;
+    streams.push_back(std::move(share));
   }
   if (options_.observer != nullptr) options_.observer->on_record_stream(ptr, recorded.id());
 }

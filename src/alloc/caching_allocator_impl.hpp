@@ -1,7 +1,18 @@
 // The mechanics behind caching_allocator (include/streamsafe/alloc/caching_allocator.hpp).
-// Lock order: a stream_pool's mutex, then (leaf locks) stats_mutex_, history_mutex_, owners_'
-// lock, the memory source's own lock. Two stream_pool locks are never held together; pools_mutex_ and
-// pending_frees' mutex are never held while taking a stream_pool lock.
+// Lock order: ladder_mutex_, retire_mutex_, a stream_pool's growth mutex, pools_mutex_, a
+// stream_pool's (spin) mutex, then (leaf locks) stats_mutex_, history_mutex_, owners_' lock, the
+// memory source's own lock. Two stream_pool locks are never held together; pending_frees' mutex
+// is never held while taking another. Device calls that map, unmap, allocate, free, record or
+// synchronize, and observer callbacks, run under no spin lock: the books are changed under the
+// pool's mutex, the device calls made after it is released (under the growth mutex when they
+// must not interleave with the pool's other slow paths).
+//
+// Streams. A pool holds a share of its stream, a record_stream'd block of each recorded stream,
+// a pending free of each stream it waits for. So the allocator keeps a stream only while it has
+// something of it; once the user's handles are gone and the pool's share is the last, its pool
+// is retired (retire_abandoned): its cached memory goes back to the device, the stream goes, and
+// the pool record is kept for the next stream (records are never deleted before the allocator,
+// so a pointer to one read from a thread's cache or the owners' map stays valid).
 #pragma once
 
 #include <atomic>
@@ -55,9 +66,14 @@ class caching_allocator_impl {
  private:
   [[nodiscard]] stream_pool& pool_for(StreamImpl& stream);
   [[nodiscard]] stream_pool& pool_for_slow(StreamImpl& stream);
-  /// Keeps `stream` alive while the allocator lives: pools and pending frees use their streams
-  /// after the user's handles may be gone.
-  void retain(StreamImpl& stream);
+  /// A pool for `stream`: a retired one when there is one. Caller holds pools_mutex_.
+  [[nodiscard]] std::unique_ptr<stream_pool> new_pool(StreamImpl& stream);
+  /// Retires the pools whose streams are abandoned (see stream_pool::abandoned) and idle: their
+  /// memory goes back to the device. Runs when a pool is created and on the out-of-memory ladder;
+  /// returns at once when another thread is retiring. A stream still running is retried then.
+  void retire_abandoned();
+  void retire(stream_pool& pool, const std::shared_ptr<StreamImpl>& share);
+  void fold_retired_stats(const allocator_stats& gone);
   [[nodiscard]] stream_pool* find_pool(stream_id id) const;
   [[nodiscard]] std::vector<stream_pool*> all_pools() const;
   [[nodiscard]] pool_kind kind_for(std::size_t rounded) const noexcept;
@@ -92,24 +108,65 @@ class caching_allocator_impl {
   [[nodiscard]] bool may_take(const block& b, pool_kind kind, std::size_t rounded) const noexcept {
     return kind == pool_kind::small || !b.owner->stitched || b.size - rounded <= rounded / 32;
   }
-  [[nodiscard]] stitcher& stitcher_of(stream_pool& pool);  // caller holds pool.mutex
-  /// Gives the bytes of the pool's wholly free stitched segments back to its chunks; their
-  /// mappings stay, dormant (see stitcher). Caller holds pool.mutex.
-  void dissolve_free_segments(stream_pool& pool);
-  /// Dissolves, unmaps and releases what the pool's stitched memory holds free; the stream is
-  /// synchronized. Caller holds pool.mutex.
-  void release_stitched(stream_pool& pool);
+  [[nodiscard]] stitcher& stitcher_of(stream_pool& pool);  // caller holds pool.growth
+  /// Takes the pool's wholly free stitched segments out of its books, their windows to `out`
+  /// (to dissolve into the stitcher: their mappings stay, dormant). Caller holds pool.mutex.
+  void take_free_stitched(stream_pool& pool, std::vector<stitched_window>& out);
+  /// Memory taken out of a pool's books under its mutex, given back to the device after it.
+  struct released_memory {
+    std::vector<segment*> segments;  // disowned, wholly free: fixed, or expandable ranges
+    struct chunk {
+      segment* owner = nullptr;
+      std::size_t index = 0;
+    };
+    std::vector<chunk> chunks;                  // free chunks of kept segments, marked unmapped
+    std::vector<stitched_window> windows;       // of dissolved stitched segments
+    bool stitcher_to_flush = false;             // the pool's stitcher unmaps and releases what it can
+    [[nodiscard]] bool empty() const noexcept {
+      return segments.empty() && chunks.empty() && windows.empty() && !stitcher_to_flush;
+    }
+    struct progress {  // how many of the chunks and segments the device took back
+      std::size_t chunks = 0;
+      std::size_t segments = 0;
+    };
+  };
+  /// Takes the pool's wholly free fixed and stitched segments and the free chunks of its
+  /// expandable ones out of its books. Caller holds pool.growth and pool.mutex.
+  void take_free_memory(stream_pool& pool, released_memory& out);
+  /// Takes every segment of an unused pool out of its books; false, taking nothing, when one is
+  /// not wholly free. Caller holds pool.growth and pool.mutex.
+  [[nodiscard]] bool take_all_memory(stream_pool& pool, released_memory& out);
+  /// Marks up to `limit` free mapped chunks of `s` unmapped and lists them; how many.
+  std::size_t take_free_chunks(segment& s, released_memory& out, std::size_t limit);
+  /// Gives taken memory back to the device, after synchronizing the stream when `synchronize`;
+  /// a chunk or segment whose release fails goes back into the books, then the first error is
+  /// rethrown. Caller holds pool.growth, not pool.mutex.
+  void give_back_memory(stream_pool& pool, released_memory& taken, bool synchronize);
+  void book_given_back(stream_pool& pool, const released_memory& taken, const released_memory::progress& done);
+  void restore_books(stream_pool& pool, released_memory& taken, const released_memory::progress& done);
+  /// Dissolves windows into the pool's stitcher, unmaps what it holds unmapped-ready and
+  /// releases its free chunks. Caller holds pool.growth; the stream is idle.
+  void release_stitched(stream_pool& pool, std::vector<stitched_window>& windows);
   [[nodiscard]] block* cheapest_placement(stream_pool& pool, pool_kind kind, std::size_t rounded,
                                           block* found) const;  // caller holds pool.mutex
   [[nodiscard]] std::size_t fixed_segment_bytes(pool_kind kind, std::size_t rounded) const noexcept;
-  void map_block(block* b);                       // caller holds the owner's lock
+  /// A virtual range for a segment of `kind` able to hold `rounded` (see range_bytes).
+  [[nodiscard]] segment* reserve_range(stream_pool& pool, pool_kind kind, std::size_t rounded);
+  /// Bytes of the next range (next_range_bytes over the pool's ranges of `kind`): no stream
+  /// reserves the device's whole address range before it needs it.
+  [[nodiscard]] std::size_t range_bytes(const stream_pool& pool, pool_kind kind, std::size_t rounded) const;
+  /// The chunks of live block `b` not mapped yet. Caller holds the owner's lock.
+  [[nodiscard]] static std::vector<std::size_t> missing_chunks(const block& b);
+  /// Maps `chunks` of live block `b`'s segment, then books them; chunks mapped before a failure
+  /// are booked, then the error is rethrown. Caller holds pool.growth, not pool.mutex.
+  void map_chunks(stream_pool& pool, block* b, const std::vector<std::size_t>& chunks);
+  /// After a failed growth: `b` goes back free, the chunks mapped for it are unmapped, and the
+  /// range reserved for it (`fresh`, when not null) is released when nothing else uses it.
+  void undo_growth(stream_pool& pool, block* b, const std::vector<std::size_t>& mapped, segment* fresh);
   void run(ladder_step step);
   void release_cached();
-  void release_free_memory(stream_pool& pool);    // caller holds pool.mutex, stream synced
-  void unmap_free_chunks(segment& s);             // caller holds the owner's lock
+  void release_free_memory(stream_pool& pool);
   [[nodiscard]] std::size_t chunks_to_move(const stream_pool& pool, const block& fresh) const;  // holds pool.mutex
-  void unmap_free_chunks(stream_pool& pool, std::size_t chunks);  // up to `chunks`; caller holds pool.mutex
-  void unmap_chunk(segment& s, block& holder, std::size_t chunk);  // caller holds the owner's lock
   void wait_for_pending();
   void reclaim(const std::vector<finished_free>& done);
   [[nodiscard]] std::string out_of_memory_message(std::size_t requested, std::size_t rounded, StreamImpl& stream) const;
@@ -123,8 +180,6 @@ class caching_allocator_impl {
   void remember(trace_action action, std::uintptr_t address, std::size_t bytes, stream_id stream);
 
   Device device_;
-  std::mutex retained_mutex_;
-  std::unordered_map<stream_id, std::shared_ptr<StreamImpl>> retained_;  // destroyed after the pools
   allocator_options options_;
   std::unique_ptr<memory_source> source_;
   bool expandable_;
@@ -134,6 +189,8 @@ class caching_allocator_impl {
   mutable std::mutex pools_mutex_;
   std::unordered_map<stream_id, std::unique_ptr<stream_pool>> pools_;
   std::vector<stream_pool*> pool_list_;
+  std::vector<std::unique_ptr<stream_pool>> retired_pools_;  // records for the next streams
+  std::mutex retire_mutex_;  // one thread at a time retires
 
   segment_owners owners_;
 

@@ -31,11 +31,15 @@ void memory_source::unmap_chunk(std::uintptr_t address, std::size_t granularity)
   {
     std::lock_guard lock(chunks_mutex_);
     const auto it = chunks_.find(address);
-    SS_EXPECTS(it != chunks_.end(), "memory_source: unmap of a chunk that is not mapped");
+    SS_EXPECTS(it != chunks_.end(), "memory_source: unmap of a chunk at ", reinterpret_cast<void*>(address),
+               " that is not mapped");
     handle = it->second.handle;
-    chunks_.erase(it);
   }
-  unmap_physical(address, granularity);
+  unmap_physical(address, granularity);  // a failure leaves the chunk known, still mapped
+  {
+    std::lock_guard lock(chunks_mutex_);
+    chunks_.erase(address);
+  }
   release_physical(handle, granularity);
 }
 

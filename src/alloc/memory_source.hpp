@@ -48,7 +48,8 @@ class memory_source {
 
   /// A new chunk mapped at `address`, owned by that address (expandable segments).
   void map_chunk(std::uintptr_t address, std::size_t granularity);
-  /// Unmaps and releases the chunk map_chunk put at `address`.
+  /// Unmaps and releases the chunk map_chunk put at `address`. A failed unmap leaves it mapped
+  /// and known here (a later unmap or release retries it).
   void unmap_chunk(std::uintptr_t address, std::size_t granularity);
   /// Unmaps and releases what map_chunk put in [address, address + bytes), then frees the range.
   /// Never throws: it runs on teardown, where the device may be gone already (then the driver

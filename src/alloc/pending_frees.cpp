@@ -20,11 +20,12 @@ void pending_frees::count_held(const block& b, bool added) noexcept {
   held_count_.store(totals_.blocks, std::memory_order_relaxed);
 }
 
-pending_frees::stream_fences& pending_frees::fences_of(StreamImpl* stream) {
-  const auto it = std::find_if(streams_.begin(), streams_.end(), [stream](const stream_fences& s) { return s.stream == stream; });
+pending_frees::stream_fences& pending_frees::fences_of(std::shared_ptr<StreamImpl>& stream) {
+  const auto it = std::find_if(streams_.begin(), streams_.end(),
+                               [&stream](const stream_fences& s) { return s.stream == stream; });
   if (it != streams_.end()) return *it;
   stream_fences& added = streams_.emplace_back();
-  added.stream = stream;
+  added.stream = std::move(stream);
   return added;
 }
 
@@ -40,10 +41,10 @@ std::uint32_t pending_frees::new_entry(block* freed, stream_pool* user, unsigned
   return static_cast<std::uint32_t>(entries_.size() - 1);
 }
 
-void pending_frees::hold(block* freed, stream_pool* user, std::span<StreamImpl* const> streams) {
+void pending_frees::hold(block* freed, stream_pool* user, std::span<std::shared_ptr<StreamImpl>> streams) {
   std::lock_guard lock(mutex_);
   const std::uint32_t index = new_entry(freed, user, static_cast<unsigned>(streams.size()));
-  for (StreamImpl* stream : streams) {
+  for (std::shared_ptr<StreamImpl>& stream : streams) {
     stream_fences& s = fences_of(stream);
     s.open.push_back(index);
     s.open_bytes += freed->size;
@@ -55,7 +56,7 @@ void pending_frees::hold(block* freed, stream_pool* user, std::span<StreamImpl* 
 void pending_frees::record_open(stream_fences& s) {
   if (s.open.empty()) return;
   fence recorded{events_.acquire(), {}};
-  recorded.event.record(StreamRef(s.stream));
+  recorded.event.record(StreamRef(s.stream.get()));
   recorded.holders.swap(s.open);
   s.open_bytes = 0;
   s.open_polls = 0;
@@ -63,15 +64,25 @@ void pending_frees::record_open(stream_fences& s) {
   ++totals_.fences_recorded;
 }
 
-void pending_frees::complete_oldest(stream_fences& s, std::vector<finished_free>& done) {
-  for (const std::uint32_t index : s.in_flight.front().holders) {
+void pending_frees::complete(const fence& f, std::vector<finished_free>& done) {
+  for (const std::uint32_t index : f.holders) {
     entry& e = entries_[index];
     if (--e.fences_left != 0) continue;  // another stream still uses it
     done.push_back({e.freed, e.user});
     spare_entries_.push_back(index);
     count_held(*e.freed, false);
   }
-  s.in_flight.pop_front();  // its event goes back to the pool
+}
+
+void pending_frees::forget_idle_streams(stream_shares& dropped) {
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    if (!it->open.empty() || !it->in_flight.empty()) {
+      ++it;
+      continue;
+    }
+    dropped.push_back(std::move(it->stream));
+    it = streams_.erase(it);
+  }
 }
 
 void pending_frees::query(stream_fences& s, poll_mode mode, std::vector<finished_free>& done) {
@@ -80,7 +91,8 @@ void pending_frees::query(stream_fences& s, poll_mode mode, std::vector<finished
     return;
   }
   while (!s.in_flight.empty() && s.in_flight.front().event.query()) {
-    complete_oldest(s, done);
+    complete(s.in_flight.front(), done);
+    s.in_flight.pop_front();  // its event goes back to the pool
     s.backoff = 0;
   }
   if (s.in_flight.empty()) return;
@@ -89,6 +101,7 @@ void pending_frees::query(stream_fences& s, poll_mode mode, std::vector<finished
 }
 
 void pending_frees::poll(poll_mode mode, std::vector<finished_free>& done) {
+  stream_shares dropped;  // destroyed after the lock is released: a stream's end is a device call
   std::unique_lock lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return;
   for (stream_fences& s : streams_) {
@@ -98,17 +111,41 @@ void pending_frees::poll(poll_mode mode, std::vector<finished_free>& done) {
     if (mode == poll_mode::eager || due) record_open(s);
     query(s, mode, done);
   }
+  forget_idle_streams(dropped);
 }
 
 void pending_frees::drain(std::vector<finished_free>& done) {
-  std::lock_guard lock(mutex_);
-  for (stream_fences& s : streams_) {
-    record_open(s);
-    while (!s.in_flight.empty()) {
-      s.in_flight.front().event.synchronize();
-      complete_oldest(s, done);
+  stream_shares dropped;
+  std::vector<taken_fence> waiting;
+  {
+    std::lock_guard lock(mutex_);
+    for (stream_fences& s : streams_) {
+      record_open(s);
+      for (fence& f : s.in_flight) waiting.push_back({s.stream, std::move(f)});
+      s.in_flight.clear();
+      s.backoff = s.polls_to_skip = 0;
     }
-    s.backoff = s.polls_to_skip = 0;
+  }
+  std::size_t waited = 0;
+  try {
+    for (; waited < waiting.size(); ++waited) waiting[waited].taken.event.synchronize();
+  } catch (...) {
+    give_back_unwaited(waiting, waited, done);
+    throw;
+  }
+  std::lock_guard lock(mutex_);
+  for (const taken_fence& t : waiting) complete(t.taken, done);
+  forget_idle_streams(dropped);
+}
+
+void pending_frees::give_back_unwaited(std::vector<taken_fence>& waiting, std::size_t waited,
+                                       std::vector<finished_free>& done) {
+  // The fences waited for are complete; the others go back to their streams (oldest first), so
+  // that their blocks stay held rather than lost.
+  std::lock_guard lock(mutex_);
+  for (std::size_t i = 0; i < waited; ++i) complete(waiting[i].taken, done);
+  for (std::size_t i = waiting.size(); i-- > waited;) {
+    fences_of(waiting[i].stream).in_flight.push_front(std::move(waiting[i].taken));
   }
 }
 

@@ -9,6 +9,10 @@
 // delays the reclaim. Fences on one stream complete in order, so a poll queries only the oldest,
 // and backs off (in polls) while it is not ready: the record and the query, the two CUDA calls
 // of this path, are paid once per batch instead of once per free.
+//
+// Locking: one std::mutex, never a spin lock. Event records and queries (CUDA calls that do not
+// wait for the device) run under it; the waits of drain never do. A stream is kept (a share)
+// while it has fences open or in flight, and dropped outside the lock once it has none.
 #pragma once
 
 #include <atomic>
@@ -16,11 +20,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "alloc/block.hpp"
-#include "common/spin_mutex.hpp"
 #include "streamsafe/event_pool.hpp"
 
 namespace streamsafe::detail {
@@ -55,12 +60,14 @@ class pending_frees {
   pending_frees(const pending_frees&) = delete;
   pending_frees& operator=(const pending_frees&) = delete;
 
-  /// Holds `freed` until every stream in `streams` has finished the work enqueued so far.
-  void hold(block* freed, stream_pool* user, std::span<StreamImpl* const> streams);
+  /// Holds `freed` until every stream in `streams` has finished the work enqueued so far; takes
+  /// the shares (the streams stay until then).
+  void hold(block* freed, stream_pool* user, std::span<std::shared_ptr<StreamImpl>> streams);
   /// Moves the blocks whose fences completed to `done`, without blocking. Returns at once when
   /// another thread is polling.
   void poll(poll_mode mode, std::vector<finished_free>& done);
-  /// Records every open fence, waits for all fences, and moves every held block to `done`.
+  /// Records every open fence, waits for all fences (without the lock: frees and polls go on),
+  /// and moves every block held when it was called to `done`.
   void drain(std::vector<finished_free>& done);
   /// Blocks held; read without the lock, so a hint for the fast path.
   [[nodiscard]] std::size_t held() const noexcept { return held_count_.load(std::memory_order_relaxed); }
@@ -78,7 +85,7 @@ class pending_frees {
     std::vector<std::uint32_t> holders;  // indices into entries_
   };
   struct stream_fences {
-    StreamImpl* stream = nullptr;
+    std::shared_ptr<StreamImpl> stream;
     std::vector<std::uint32_t> open;  // holders of the fence not recorded yet
     std::size_t open_bytes = 0;
     std::size_t open_polls = 0;  // lazy polls since the open fence got its first free
@@ -91,19 +98,29 @@ class pending_frees {
     stream_pool* user = nullptr;
     unsigned fences_left = 0;
   };
+  /// A fence drain waits for, out of its stream's list.
+  struct taken_fence {
+    std::shared_ptr<StreamImpl> stream;
+    fence taken;
+  };
+  using stream_shares = std::vector<std::shared_ptr<StreamImpl>>;
   static constexpr unsigned max_backoff_polls = 64;
 
-  [[nodiscard]] stream_fences& fences_of(StreamImpl* stream);
+  [[nodiscard]] stream_fences& fences_of(std::shared_ptr<StreamImpl>& stream);
   [[nodiscard]] std::uint32_t new_entry(block* freed, stream_pool* user, unsigned fences);
   void record_open(stream_fences& s);
-  void complete_oldest(stream_fences& s, std::vector<finished_free>& done);
+  void complete(const fence& f, std::vector<finished_free>& done);
   void query(stream_fences& s, poll_mode mode, std::vector<finished_free>& done);
+  /// After a failed wait in drain: completes the first `waited` fences, returns the rest.
+  void give_back_unwaited(std::vector<taken_fence>& waiting, std::size_t waited, std::vector<finished_free>& done);
+  /// Moves the shares of streams with no fence left to `dropped` (released after the lock).
+  void forget_idle_streams(stream_shares& dropped);
   void count_held(const block& b, bool added) noexcept;
 
   EventPool& events_;
   fence_policy policy_;
-  mutable spin_mutex mutex_;  // held briefly, but by every record_stream'd free
-  std::deque<stream_fences> streams_;  // few: the streams ever recorded
+  mutable std::mutex mutex_;
+  std::deque<stream_fences> streams_;  // the streams with fences open or in flight
   std::vector<entry> entries_;
   std::vector<std::uint32_t> spare_entries_;
   totals totals_;                          // guarded by mutex_

@@ -10,15 +10,39 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <sstream>
 #include <unordered_map>
 #include <vector>
 
 #include "alloc/memory_source.hpp"
+#include "alloc/sim_faults.hpp"
 #include "common/expects.hpp"
+#include "streamsafe/error.hpp"
 
 namespace streamsafe::detail {
 
+sim_memory_faults& sim_faults() noexcept {
+  static sim_memory_faults faults;
+  return faults;
+}
+
 namespace {
+
+/// Takes one from `count` when it is not zero; whether it did.
+bool take_one(std::atomic<unsigned>& count) noexcept {
+  unsigned left = count.load(std::memory_order_relaxed);
+  while (left != 0 && !count.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
+  }
+  return left != 0;
+}
+
+/// Throws as a failing driver call would when a test armed `fault` (see sim_faults.hpp).
+void inject(sim_fault& fault, const char* call, const void* at) {
+  if (take_one(fault.passing) || !take_one(fault.failing)) return;
+  std::ostringstream what;
+  what << "sim: " << call << "(" << at << ") failed (injected by sim_faults)";
+  throw cuda_error(what.str(), 999);
+}
 
 [[noreturn]] void fail(const char* what) {
   SS_EXPECTS(false, "sim: ", what, " failed: ", std::strerror(errno));
@@ -34,7 +58,10 @@ class sim_memory final : public memory_source {
   }
 
   void* allocate(std::size_t bytes) override { return device_.allocate(bytes); }
-  void deallocate(void* ptr) override { device_.deallocate(ptr); }
+  void deallocate(void* ptr) override {
+    inject(sim_faults().frees, "deallocate", ptr);
+    device_.deallocate(ptr);
+  }
 
   bool supports_mapping() const override { return true; }
   std::uintptr_t reserve(std::size_t bytes) override {
@@ -80,12 +107,14 @@ class sim_memory final : public memory_source {
     free_offsets_.push_back(handle);
   }
   void map_physical(std::uintptr_t address, physical_handle handle, std::size_t granularity) override {
+    inject(sim_faults().maps, "map_physical", reinterpret_cast<void*>(address));
     void* at = ::mmap(reinterpret_cast<void*>(address), granularity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
                       file_, static_cast<off_t>(handle));
     if (at == MAP_FAILED) fail("mmap of a physical chunk");
   }
   void grant_access(std::uintptr_t, std::size_t) override {}  // mapped readable and writable
   void unmap_physical(std::uintptr_t address, std::size_t granularity) override {
+    inject(sim_faults().unmaps, "unmap_physical", reinterpret_cast<void*>(address));
     // Back to reserved and inaccessible, as cuMemUnmap leaves it.
     void* at = ::mmap(reinterpret_cast<void*>(address), granularity, PROT_NONE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);

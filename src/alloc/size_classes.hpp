@@ -45,4 +45,18 @@ struct size_class {
   return class_of((units + step - 1) / step * step * min_block_bytes);
 }
 
+/// The first virtual range a stream reserves for expandable or stitched memory when
+/// allocator_options::expandable_reserve_bytes is 0.
+inline constexpr std::size_t initial_range_bytes = std::size_t{64} << 20;
+
+/// Bytes of the next virtual range, `held` being what the stream's ranges of its kind hold so
+/// far and `needed` the request (granularity-rounded): `option` when set, else as much as is held
+/// (at least initial_range_bytes), so a stream's ranges double as it grows and address space
+/// stays within twice what it uses.
+[[nodiscard]] constexpr std::size_t next_range_bytes(std::size_t needed, std::size_t held, std::size_t option) noexcept {
+  if (option != 0) return needed > option ? needed : option;
+  const std::size_t doubling = held > initial_range_bytes ? held : initial_range_bytes;
+  return needed > doubling ? needed : doubling;
+}
+
 }  // namespace streamsafe::detail

@@ -12,6 +12,17 @@ stream_pool::~stream_pool() {
   while (spare_blocks_ != nullptr) delete std::exchange(spare_blocks_, spare_blocks_->next_free);
 }
 
+bool stream_pool::unused() const noexcept {
+  if (stats.active.current != 0) return false;
+  return std::all_of(segments_.begin(), segments_.end(), [](const segment* s) { return s->live_blocks == 0; });
+}
+
+std::shared_ptr<StreamImpl> stream_pool::unbind() noexcept {
+  deferred_merges_.clear();  // every segment is gone: the entries are stale
+  stats = allocator_stats{};
+  return std::exchange(stream_, nullptr);
+}
+
 block* stream_pool::new_block() {
   if (spare_blocks_ == nullptr) return new block;
   block* b = std::exchange(spare_blocks_, spare_blocks_->next_free);

@@ -1,10 +1,11 @@
-// One stream's cache: its segments, their free blocks in bins, its statistics, and the lock
-// that guards them all. Threads on different streams never share this lock on the fast path.
+// One stream's cache: its segments, their free blocks in bins, its statistics, and the locks
+// that guard them. Threads on different streams never share a lock on the fast path.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "alloc/address_map.hpp"
@@ -18,17 +19,38 @@ namespace streamsafe::detail {
 class StreamImpl;
 class stitcher;
 
-/// Every member but the constructor requires `mutex` held by the caller.
+/// Every member but the constructor, `growth` and `stream` requires `mutex` held by the caller.
 class stream_pool {
  public:
-  explicit stream_pool(StreamImpl& stream) : stream_(&stream) {}
+  explicit stream_pool(std::shared_ptr<StreamImpl> stream) : stream_(std::move(stream)) {}
   ~stream_pool();
   stream_pool(const stream_pool&) = delete;
   stream_pool& operator=(const stream_pool&) = delete;
 
+  /// Guards the books: bins, blocks, segments, stats. Held for bookkeeping only: no device call
+  /// (map, unmap, synchronize, event record) and no observer callback runs under it.
   mutable spin_mutex mutex;
+  /// Serializes the pool's slow path (growing, moving and releasing chunks, retiring): a thread
+  /// waiting here sleeps while the holder maps, unmaps or synchronizes. Taken before `mutex`;
+  /// also guards `stitched`.
+  std::mutex growth;
 
+  /// The stream served; the pool holds a share of it (see caching_allocator_impl::retire_abandoned).
+  /// Constant while the pool serves it: readable without a lock.
   [[nodiscard]] StreamImpl& stream() const noexcept { return *stream_; }
+  [[nodiscard]] const std::shared_ptr<StreamImpl>& stream_share() const noexcept { return stream_; }
+  /// Whether the pool's share is the stream's last one: the user destroyed it, and no pending free
+  /// or record_stream'd block refers to it, so no work can be enqueued on it any more. A stream
+  /// that no handle owns (a device's default stream) is never abandoned.
+  [[nodiscard]] bool abandoned() const noexcept { return stream_.use_count() == 1; }
+  /// Whether no block of the pool's segments is live or pending, and no block allocated on its
+  /// stream is (borrowed blocks included).
+  [[nodiscard]] bool unused() const noexcept;
+  /// Stops serving its stream (the pool holds no segment any more): returns the pool's share,
+  /// for the caller to drop outside the locks (destroying a stream is a device call).
+  [[nodiscard]] std::shared_ptr<StreamImpl> unbind() noexcept;
+  /// Serves `stream` from now on; after unbind only.
+  void rebind(std::shared_ptr<StreamImpl> stream) noexcept { stream_ = std::move(stream); }
 
   /// A free block of at least `bytes` in `kind`'s bins, not removed; nullptr when none.
   [[nodiscard]] block* find(pool_kind kind, std::size_t bytes) const noexcept { return bins_[index(kind)].find(bytes); }
@@ -89,7 +111,7 @@ class stream_pool {
   /// Absorbs the run of free blocks right of `b` (out of the bins, or about to leave them).
   void absorb_free_right(block* b) noexcept;
 
-  StreamImpl* stream_;
+  std::shared_ptr<StreamImpl> stream_;
   address_map live_;  // live blocks of this pool's segments, whichever stream uses them
   std::array<free_bins, 2> bins_;
   std::vector<segment*> segments_;

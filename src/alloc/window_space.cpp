@@ -14,9 +14,10 @@ std::uintptr_t window_space::acquire(std::size_t chunks) {
   const std::size_t bytes = chunks * granularity_;
   auto fit = free_by_size_.lower_bound(bytes);
   if (fit == free_by_size_.end()) {
-    const std::size_t range = std::max(reserve_bytes_, round_up(bytes, granularity_));
+    const std::size_t range = round_up(next_range_bytes(bytes, reserved_bytes_, reserve_bytes_), granularity_);
     const std::uintptr_t address = source_.reserve(range);
     reserved_.emplace_back(address, range);
+    reserved_bytes_ += range;
     insert_free(address, range);
     fit = free_by_size_.lower_bound(bytes);
   }

@@ -1,6 +1,6 @@
 // Virtual address space for stitched windows: ranges reserved from the memory source, handed out
-// in whole chunks (best fit by size), coalesced when given back. Address space is cheap, so a
-// range is reserved whenever none has room; ranges go back only with the allocator.
+// in whole chunks (best fit by size), coalesced when given back. A range is reserved whenever none
+// has room, each as large as all before (next_range_bytes); ranges go back with the stitcher.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +36,7 @@ class window_space {
   std::size_t granularity_;
   std::size_t reserve_bytes_;
   std::vector<std::pair<std::uintptr_t, std::size_t>> reserved_;  // address, bytes
+  std::size_t reserved_bytes_ = 0;                                // their sum
   std::map<std::uintptr_t, std::size_t> free_by_address_;         // never touching
   std::multimap<std::size_t, std::uintptr_t> free_by_size_;
 };

@@ -13,7 +13,7 @@ class allocator_observer;
 enum class segment_kind {
   /// Whole segments from Device::allocate (cudaMalloc); free space cannot span two segments.
   fixed,
-  /// One virtual range per stream and pool, physical memory mapped in `granularity` chunks
+  /// Virtual ranges per stream and pool (see expandable_reserve_bytes), physical memory mapped in `granularity` chunks
   /// (cuMemAddressReserve/cuMemCreate/cuMemMap on cuda; mmap + the sim arena on sim), so
   /// free space is never stranded between segments and whole free chunks can be unmapped.
   expandable,
@@ -80,7 +80,9 @@ struct allocator_options {
   /// Segment size of the large pool for requests under large_segment_bytes / 2 (fixed segments);
   /// larger requests get a segment of their own size rounded to 2 MiB.
   std::size_t large_segment_bytes = std::size_t{20} << 20;
-  /// Virtual bytes reserved per expandable segment; 0: the device's total memory.
+  /// Virtual bytes reserved per expandable segment (and per range of stitched windows); 0: a
+  /// stream's first range is 64 MiB and each next one as large as its ranges so far, so address
+  /// space grows with what the stream uses (at most twice it) and never starts at the device's size.
   std::size_t expandable_reserve_bytes = 0;
   expandable_growth growth = expandable_growth::remap;
   /// With growth remap: free chunks are moved only once the stream's reserved bytes would pass

@@ -15,7 +15,9 @@
 // pressure.
 //
 // Thread safety. Every member is thread-safe. Each stream has its own lock for its cache, so
-// threads working on different streams do not contend on the fast path.
+// threads working on different streams do not contend on the fast path. No device call that
+// may block (map, unmap, free, synchronize) and no observer callback runs under that lock: a
+// thread that frees into a stream's cache never waits for another thread's device call.
 #pragma once
 
 #include <cstddef>
@@ -42,14 +44,21 @@ struct block_info {
   stream_id stream{};         ///< allocation stream
 };
 
-/// Streams. The allocator records events on and synchronizes the streams it served or that were
-/// recorded with record_stream, so it keeps each of them (not the handle: the underlying stream)
-/// until it is destroyed: a Stream may be destroyed before the allocator.
+/// Streams. A Stream may be destroyed before the allocator, with blocks allocated on it still
+/// live and with frees recorded on it (record_stream) still pending: deallocate, record_stream
+/// and block_of stay valid for those blocks, and the rules above hold. The allocator keeps the
+/// underlying stream (not the handle) only while it needs it: while a block allocated on it is
+/// live or pending, while a pending free waits for it, and until its work is done. Then, at the
+/// next stream's first allocation or on the out-of-memory ladder (empty_cache, or an
+/// allocation the device cannot serve), the stream's cache goes back to the device and the
+/// stream is let go. So a program that makes a stream per request holds the memory and address
+/// space of its live streams, not of every stream it ever made.
 class caching_allocator {
  public:
   explicit caching_allocator(const Device& device, allocator_options options = alloc_options_from_env());
-  /// Synchronizes the streams that still have cached memory, then returns all of it. Live
-  /// blocks at destruction are a leak of the caller: their memory is returned with the rest.
+  /// Waits for pending frees and synchronizes the streams that still have cached memory (not the
+  /// device: other streams' work goes on), then returns all of it. Live blocks at destruction
+  /// are a leak of the caller: their memory is returned with the rest.
   ~caching_allocator();
   caching_allocator(const caching_allocator&) = delete;
   caching_allocator& operator=(const caching_allocator&) = delete;
