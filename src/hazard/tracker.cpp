@@ -287,6 +287,16 @@ insertion_counts tracker::inserted() const {
   return state_->model.inserted();
 }
 
+std::size_t tracker::stream_slots() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->model.stream_slots();
+}
+
+std::size_t tracker::events_tracked() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->model.events_tracked();
+}
+
 void tracker::record_to(oplog_writer* log) {
   std::lock_guard lock(state_->mutex);
   state_->model.record_to(log);

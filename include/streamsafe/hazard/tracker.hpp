@@ -117,6 +117,10 @@ class tracker {
   void throw_on_hazard();
   [[nodiscard]] std::vector<hazard> hazards() const;
   [[nodiscard]] insertion_counts inserted() const;
+  /// The model's size (for tests and benchmarks): stream slots in its clocks, and events with a
+  /// recorded clock. Destroyed streams and events leave it, so both follow what is alive.
+  [[nodiscard]] std::size_t stream_slots() const;
+  [[nodiscard]] std::size_t events_tracked() const;
   /// Writes every op the engine sees to `log` (an op log `streamsafe check` can replay).
   void record_to(oplog_writer* log);
 
