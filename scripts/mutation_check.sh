@@ -8,13 +8,16 @@
 #
 # NAMEs pick mutations (default: all). The scratch copy and its build directory are kept in
 # $MUTATION_DIR (default build/mutation), so a second run rebuilds only what changed. Tests run
-# with a timeout: a hang counts as caught.
+# with a timeout: a hang counts as caught. MUTATION_TREE and MUTATION_BUILD name a tree and its
+# configured build directory to mutate instead (the working tree and build/dev, for a quick run
+# during development: each file is restored after its mutation, but do not build from that tree
+# meanwhile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 scratch=${MUTATION_DIR:-$repo/build/mutation}
-tree=$scratch/tree
-build=$scratch/build
+tree=${MUTATION_TREE:-$scratch/tree}
+build=${MUTATION_BUILD:-$scratch/build}
 jobs=${JOBS:-$(nproc)}
 test_timeout=${MUTATION_TEST_TIMEOUT:-300}
 # The binaries that run, in order; the first to fail stops the rest.
@@ -120,20 +123,21 @@ build_tests() {
   cmake --build "$build" -j "$jobs" --target "${test_binaries[@]}" > "$scratch/build.log" 2>&1
 }
 
-# Runs the test binaries; prints the failing tests. Returns 0 when every test passed.
+# Runs the test binaries; prints the failing tests (or, after a crash, the test that was
+# running). Returns 0 when every test passed.
 run_tests() {
-  local binary status
+  local binary status failed
   for binary in "${test_binaries[@]}"; do
     status=0
-    timeout "$test_timeout" "$build/tests/alloc/$binary" --gtest_brief=1 > "$scratch/test.log" 2>&1 || status=$?
-    if [ "$status" -ne 0 ]; then
-      local failed
-      failed=$(sed -n 's/^\[  FAILED  \] \([^ ,]*\).*/\1/p' "$scratch/test.log" | sort -u | head -4 | paste -sd ' ' -)
-      [ "$status" -eq 124 ] && failed="(timed out after ${test_timeout}s) $failed"
-      [ -z "$failed" ] && failed="(exit $status: $(grep -m1 -E 'Segmentation|Aborted|terminate|what\(\)|ERROR' "$scratch/test.log" || tail -1 "$scratch/test.log"))"
-      echo "$binary: $failed"
-      return 1
+    timeout "$test_timeout" "$build/tests/alloc/$binary" > "$scratch/test.log" 2>&1 || status=$?
+    [ "$status" -eq 0 ] && continue
+    failed=$(sed -n '/^\[  FAILED  \] [0-9]* tests\{0,1\},/d; s/^\[  FAILED  \] \([^ ,]*\)[ ,].*/\1/p' "$scratch/test.log" | sort -u | head -4 | paste -sd ' ' -)
+    if [ -z "$failed" ]; then
+      failed="$(sed -n 's/^\[ RUN      \] //p' "$scratch/test.log" | tail -1) (exit $status)"
+      [ "$status" -eq 124 ] && failed="$failed (timed out after ${test_timeout}s)"
     fi
+    echo "$binary: $failed"
+    return 1
   done
   return 0
 }
@@ -146,11 +150,14 @@ main() {
   fi
   selected=("$@")
   start=$(date +%s)
-  echo "scratch tree: $tree"
-  sync_tree
-  cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTREAMSAFE_CUDA=OFF \
-        -DSTREAMSAFE_BENCHMARKS=OFF -DSTREAMSAFE_FUZZ=OFF -DSTREAMSAFE_SANITIZE= > "$scratch/configure.log" 2>&1 ||
-    { cat "$scratch/configure.log"; exit 1; }
+  echo "mutated tree: $tree"
+  mkdir -p "$scratch"
+  if [ -z "${MUTATION_TREE:-}" ]; then
+    sync_tree
+    cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTREAMSAFE_CUDA=OFF \
+          -DSTREAMSAFE_BENCHMARKS=OFF -DSTREAMSAFE_FUZZ=OFF -DSTREAMSAFE_SANITIZE= > "$scratch/configure.log" 2>&1 ||
+      { cat "$scratch/configure.log"; exit 1; }
+  fi
   echo "baseline: building and running ${test_binaries[*]} unmutated"
   build_tests || { tail -40 "$scratch/build.log"; echo "mutation check: the unmutated tree does not build"; exit 1; }
   if ! baseline=$(run_tests); then
@@ -160,15 +167,19 @@ main() {
   fi
 
   survived=() stale=() broken=()
+  mutated=""
+  trap '[ -n "$mutated" ] && cp "$scratch/original" "$mutated"' EXIT  # never leave a tree mutated
   for i in "${!names[@]}"; do
     name=${names[$i]} file=${files[$i]}
     is_selected "$name" || continue
     t0=$(date +%s)
+    cp "$tree/$file" "$scratch/original"
     if ! replace "$tree/$file" "${finds[$i]}" "${replaces[$i]}"; then
       echo "STALE    $name: its text is no longer in $file; update scripts/mutation_check.sh"
       stale+=("$name")
       continue
     fi
+    mutated=$tree/$file
     if ! build_tests; then
       echo "BROKEN   $name: the mutated tree does not build (see $scratch/build.log)"
       broken+=("$name")
@@ -178,7 +189,8 @@ main() {
     else
       echo "caught   $name ($(( $(date +%s) - t0 ))s) by $verdict"
     fi
-    cp "$file" "$tree/$file"  # restored; a new mtime, so the next build recompiles it
+    cp "$scratch/original" "$tree/$file"  # restored; a new mtime, so the next build recompiles it
+    mutated=""
   done
 
   build_tests  # leaves the scratch build unmutated for the next run

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <random>
 #include <string>
 #include <tuple>
@@ -39,6 +40,8 @@ const policy_case policies[] = {
     {"MapNew", {.segments = segment_kind::expandable, .growth = expandable_growth::map_new}},
     {"Stitch", {.segments = segment_kind::expandable, .growth = expandable_growth::stitch}},
 };
+
+void PrintTo(const policy_case& policy, std::ostream* out) { *out << policy.name; }
 
 using rule_param = std::tuple<test_backend, policy_case>;
 
