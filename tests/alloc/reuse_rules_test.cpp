@@ -64,6 +64,15 @@ class ReuseFixture : public ::testing::TestWithParam<rule_param> {
   StreamRef a() { return parts_->a; }
   StreamRef b() { return parts_->b; }
   StreamRef late() { return parts_->late; }
+  /// The next owner allocates `bytes` on `stream` and writes its data; once the device is idle,
+  /// its data and every late read are checked (reuse_oracle::settle).
+  ::testing::AssertionResult next_owner_keeps_its_data(StreamRef stream, std::size_t bytes) {
+    void* q = alloc().allocate(bytes, stream);
+    oracle().claim(stream, q, bytes, new_data);
+    ::testing::AssertionResult verdict = oracle().settle();
+    alloc().deallocate(q);
+    return verdict;
+  }
   [[nodiscard]] bool stitch() const { return std::get<1>(GetParam()).options.growth == expandable_growth::stitch; }
 
   /// `owner` writes the block's data; `late` reads it and writes over it, queued behind.
@@ -114,10 +123,7 @@ TEST_P(ReuseRules, RecordStreamHoldsTheBlockUntilTheRecordedStreamIsDone) {
   alloc().record_stream(p, late());
   alloc().deallocate(p);
   alloc().process_pending_frees();
-  void* q = alloc().allocate(64 * kib, a());
-  oracle().claim(a(), q, 64 * kib, new_data);
-  EXPECT_TRUE(oracle().settle());
-  alloc().deallocate(q);
+  EXPECT_TRUE(next_owner_keeps_its_data(a(), 64 * kib));
 }
 
 TEST_P(ReuseRules, ABlockRecordedOnTwoStreamsWaitsForBoth) {
@@ -128,10 +134,7 @@ TEST_P(ReuseRules, ABlockRecordedOnTwoStreamsWaitsForBoth) {
   alloc().deallocate(p);
   b().synchronize();
   alloc().process_pending_frees();
-  void* q = alloc().allocate(64 * kib, a());
-  oracle().claim(a(), q, 64 * kib, new_data);
-  EXPECT_TRUE(oracle().settle());
-  alloc().deallocate(q);
+  EXPECT_TRUE(next_owner_keeps_its_data(a(), 64 * kib));
 }
 
 TEST_P(ReuseRules, EmptyCacheReleasesAPendingFreeOnlyAfterItsRecordedStream) {
@@ -140,10 +143,7 @@ TEST_P(ReuseRules, EmptyCacheReleasesAPendingFreeOnlyAfterItsRecordedStream) {
   alloc().record_stream(p, late());
   alloc().deallocate(p);
   alloc().empty_cache();  // the device may hand the memory out again from here on
-  void* q = alloc().allocate(4 * mib, b());
-  oracle().claim(b(), q, 4 * mib, new_data);
-  EXPECT_TRUE(oracle().settle());
-  alloc().deallocate(q);
+  EXPECT_TRUE(next_owner_keeps_its_data(b(), 4 * mib));
 }
 
 TEST_P(ReuseRules, EmptyCacheReleasesACachedBlockOnlyAfterItsStreamsWork) {
@@ -153,10 +153,7 @@ TEST_P(ReuseRules, EmptyCacheReleasesACachedBlockOnlyAfterItsStreamsWork) {
   oracle().late_write(late(), p, 4 * mib, late_data);
   alloc().deallocate(p);  // cached at once: the stream's own order covers its queued work
   alloc().empty_cache();
-  void* q = alloc().allocate(4 * mib, b());
-  oracle().claim(b(), q, 4 * mib, new_data);
-  EXPECT_TRUE(oracle().settle());
-  alloc().deallocate(q);
+  EXPECT_TRUE(next_owner_keeps_its_data(b(), 4 * mib));
 }
 
 // remap unmaps the hole's chunks to map them where the larger block goes; stitch dissolves the
@@ -251,21 +248,15 @@ TEST_P(ReuseUnderPressure, ALentBlockGoesHomeOnlyAfterTheBorrowersWork) {
   ASSERT_EQ(p, borrowed);
   oracle().late_write(late(), borrowed, block_bytes, late_data);
   alloc().deallocate(borrowed);
-  void* home = alloc().allocate(block_bytes, a());
-  oracle().claim(a(), home, block_bytes, new_data);
-  EXPECT_TRUE(oracle().settle());
-  alloc().deallocate(home);
+  EXPECT_TRUE(next_owner_keeps_its_data(a(), block_bytes));
 }
 
 TEST_P(ReuseUnderPressure, TheLadderReleasesACachedBlockOnlyAfterItsStreamsWork) {
   void* p = alloc().allocate(block_bytes, late());
   oracle().late_write(late(), p, block_bytes, late_data);
   alloc().deallocate(p);
-  void* q = alloc().allocate(block_bytes + mib, b());  // larger: no borrowing, the cache must go
+  EXPECT_TRUE(next_owner_keeps_its_data(b(), block_bytes + mib));  // larger: no borrowing, the cache must go
   EXPECT_GE(alloc().stats().num_alloc_retries, 1u);
-  oracle().claim(b(), q, block_bytes + mib, new_data);
-  EXPECT_TRUE(oracle().settle());
-  alloc().deallocate(q);
 }
 
 TEST_P(ReuseUnderPressure, TheLadderWaitsForPendingFreesBeforeReusingThem) {
@@ -273,11 +264,8 @@ TEST_P(ReuseUnderPressure, TheLadderWaitsForPendingFreesBeforeReusingThem) {
   keep_late_busy(a(), p, block_bytes);
   alloc().record_stream(p, late());
   alloc().deallocate(p);
-  void* q = alloc().allocate(block_bytes + mib, b());
+  EXPECT_TRUE(next_owner_keeps_its_data(b(), block_bytes + mib));
   EXPECT_GE(alloc().stats().num_alloc_retries, 1u);
-  oracle().claim(b(), q, block_bytes + mib, new_data);
-  EXPECT_TRUE(oracle().settle());
-  alloc().deallocate(q);
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, ReuseUnderPressure,
