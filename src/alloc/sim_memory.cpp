@@ -2,7 +2,8 @@
 // models CUDA's VMM: a reserved range is an inaccessible host mapping; physical chunks are pages
 // of one memory file, so mapping a chunk at two addresses makes them alias as on a GPU, and each
 // chunk also takes its bytes from the device arena (so the device's capacity and out_of_memory
-// stay real).
+// stay real). Releasing a chunk that is still mapped somewhere is refused: CUDA would keep its
+// memory until the last mapping goes, a leak the allocator never means to cause.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -98,6 +99,9 @@ class sim_memory final : public memory_source {
     std::lock_guard lock(mutex_);
     const auto it = physical_.find(handle);
     SS_EXPECTS(it != physical_.end(), "sim: release of physical memory that was not created");
+    SS_EXPECTS(mappings_[handle] == 0, "sim: release of physical memory at file offset ", handle, " while it is mapped at ",
+               mappings_[handle], " address(es)");
+    mappings_.erase(handle);
     // The pages go back to the host now; a mapping left behind would read zeros, not the next
     // owner's data (CUDA keeps the memory until the last mapping goes: not modelled).
     ::fallocate(file_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(handle),
@@ -111,6 +115,9 @@ class sim_memory final : public memory_source {
     void* at = ::mmap(reinterpret_cast<void*>(address), granularity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
                       file_, static_cast<off_t>(handle));
     if (at == MAP_FAILED) fail("mmap of a physical chunk");
+    std::lock_guard lock(mutex_);
+    ++mappings_[handle];
+    mapped_at_[address] = handle;
   }
   void grant_access(std::uintptr_t, std::size_t) override {}  // mapped readable and writable
   void unmap_physical(std::uintptr_t address, std::size_t granularity) override {
@@ -119,6 +126,11 @@ class sim_memory final : public memory_source {
     void* at = ::mmap(reinterpret_cast<void*>(address), granularity, PROT_NONE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     if (at == MAP_FAILED) fail("mmap over an unmapped chunk");
+    std::lock_guard lock(mutex_);
+    if (const auto it = mapped_at_.find(address); it != mapped_at_.end()) {
+      --mappings_[it->second];
+      mapped_at_.erase(it);
+    }
   }
   memory_info memory() override { return device_.memory(); }
 
@@ -135,6 +147,8 @@ class sim_memory final : public memory_source {
   std::size_t file_bytes_ = 0;
   std::vector<std::size_t> free_offsets_;
   std::unordered_map<physical_handle, void*> physical_;  // file offset -> its arena stand-in
+  std::unordered_map<physical_handle, std::size_t> mappings_;  // file offset -> addresses mapping it
+  std::unordered_map<std::uintptr_t, physical_handle> mapped_at_;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "alloc/stream_share.hpp"
 #include "alloc/uncached_backend.hpp"
 #include "common/expects.hpp"
 #include "runtime/device_impl.hpp"
@@ -15,9 +16,11 @@ namespace streamsafe {
 
 namespace detail {
 
+// Shares, not pointers: the free is ordered on `stream` and waits on `recorded`, and either may
+// be destroyed by the user before the block is freed.
 struct uncached_block {
-  StreamImpl* stream = nullptr;
-  std::vector<StreamImpl*> recorded;
+  std::shared_ptr<StreamImpl> stream;
+  std::vector<std::shared_ptr<StreamImpl>> recorded;
 };
 
 class uncached_state {
@@ -71,7 +74,7 @@ void* uncached_resource::allocate(std::size_t bytes, StreamRef stream) {
              "' belongs to another device");
   void* ptr = device_allocate(*state_, bytes, stream);
   std::lock_guard lock(state_->mutex);
-  state_->live.emplace(ptr, detail::uncached_block{&stream.impl(), {}});
+  state_->live.emplace(ptr, detail::uncached_block{detail::share_stream(stream.impl()), {}});
   return ptr;
 }
 
@@ -79,7 +82,7 @@ void uncached_resource::record_stream(void* ptr, StreamRef stream) {
   std::lock_guard lock(state_->mutex);
   const auto it = state_->live.find(ptr);
   SS_EXPECTS(it != state_->live.end(), "uncached_resource::record_stream(", ptr, "): not a live allocation");
-  if (&stream.impl() != it->second.stream) it->second.recorded.push_back(&stream.impl());
+  if (&stream.impl() != it->second.stream.get()) it->second.recorded.push_back(detail::share_stream(stream.impl()));
 }
 
 void uncached_resource::deallocate(void* ptr) {
@@ -93,10 +96,10 @@ void uncached_resource::deallocate(void* ptr) {
     freed = std::move(it->second);
     state_->live.erase(it);
   }
-  StreamRef stream(freed.stream);
-  for (detail::StreamImpl* user : freed.recorded) {
+  StreamRef stream(freed.stream.get());
+  for (const std::shared_ptr<detail::StreamImpl>& user : freed.recorded) {
     PooledEvent done = state_->events.acquire();
-    done.record(StreamRef(user));
+    done.record(StreamRef(user.get()));
     stream.wait(done);
   }
   free_on_stream(*state_, ptr, stream);

@@ -1,49 +1,29 @@
 // A randomized soak of over a million operations: allocations of mixed sizes on three streams,
-// frees in random order, record_stream now and then. Invariants checked as it goes: no two live
-// blocks overlap, in addresses and in memory (each block carries its own tag, written through
-// its pointer and checked at its free: stitched segments map one chunk at several addresses,
-// where a wrong piece would show as another block's tag), the statistics equal a recount, and at
-// the end all memory is returned.
+// frees in random order, record_stream now and then, with device work on every block (see
+// block_tags.hpp): a tag written on its stream when it is handed out, checked by the streams
+// recorded on it and, in stream order, just before its free. The device runs a seeded few ops
+// at each call, so work is still queued at most frees, reuses and unmaps. Invariants checked as
+// it goes: no two live blocks overlap, the statistics equal a recount, no tag is ever wrong,
+// and at the end all memory is returned.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <map>
 #include <random>
 #include <vector>
 
+#include "block_tags.hpp"
 #include "streamsafe/alloc/caching_allocator.hpp"
 
 namespace streamsafe {
 namespace {
 
+using testing::tagged_block;
+
 struct live_block {
-  void* ptr;
-  std::size_t rounded;
-  std::uint64_t tag;
+  tagged_block tags;
+  std::size_t stream;
 };
-
-// Tags at the block's start, end, and every 64 KiB between (a piece is never shorter than 512
-// bytes, and segments change pieces at chunk boundaries, which these offsets cross).
-template <typename Visit>
-void for_each_tag_slot(const live_block& b, Visit visit) {
-  auto* bytes = static_cast<unsigned char*>(b.ptr);
-  for (std::size_t offset = 0; offset + sizeof(std::uint64_t) <= b.rounded; offset += 64 << 10) visit(bytes + offset);
-  visit(bytes + b.rounded - sizeof(std::uint64_t));
-}
-
-void write_tags(const live_block& b) {
-  for_each_tag_slot(b, [&](unsigned char* at) { std::memcpy(at, &b.tag, sizeof b.tag); });
-}
-
-void expect_tags(const live_block& b) {
-  for_each_tag_slot(b, [&](unsigned char* at) {
-    std::uint64_t seen = 0;
-    std::memcpy(&seen, at, sizeof seen);
-    ASSERT_EQ(seen, b.tag) << "block " << b.ptr << " was overwritten at offset " << (at - static_cast<unsigned char*>(b.ptr));
-  });
-}
 
 std::size_t random_size(std::mt19937_64& rng) {
   switch (rng() % 4) {
@@ -55,9 +35,9 @@ std::size_t random_size(std::mt19937_64& rng) {
 }
 
 void expect_no_overlap(std::vector<live_block> live) {
-  std::sort(live.begin(), live.end(), [](const live_block& x, const live_block& y) { return x.ptr < y.ptr; });
+  std::sort(live.begin(), live.end(), [](const live_block& x, const live_block& y) { return x.tags.ptr < y.tags.ptr; });
   for (std::size_t i = 1; i < live.size(); ++i) {
-    ASSERT_LE(static_cast<char*>(live[i - 1].ptr) + live[i - 1].rounded, static_cast<char*>(live[i].ptr))
+    ASSERT_LE(static_cast<char*>(live[i - 1].tags.ptr) + live[i - 1].tags.rounded, static_cast<char*>(live[i].tags.ptr))
         << "blocks overlap";
   }
 }
@@ -65,7 +45,8 @@ void expect_no_overlap(std::vector<live_block> live) {
 void soak(allocator_options options) {
   constexpr std::size_t operations = 1'100'000;
   constexpr std::size_t max_live = 200;
-  Device device = Device::sim(sim_options{.memory_capacity = std::size_t{1} << 30});
+  Device device = Device::sim(sim_options{.memory_capacity = std::size_t{1} << 30, .max_background_steps = 3});
+  testing::tag_failures failures;  // before the streams: their queued checks report here
   std::vector<Stream> streams;
   for (int i = 0; i < 3; ++i) streams.emplace_back(device);
   {
@@ -76,21 +57,28 @@ void soak(allocator_options options) {
       const bool grow = live.empty() || (live.size() < max_live && rng() % 2 == 0);
       if (grow) {
         const std::size_t bytes = random_size(rng);
-        void* p = alloc.allocate(bytes, streams[rng() % streams.size()]);
-        live.push_back({p, alloc.block_of(p).size, op + 1});
-        write_tags(live.back());
-        if (rng() % 16 == 0) alloc.record_stream(p, streams[rng() % streams.size()]);
+        const std::size_t owner = rng() % streams.size();
+        void* p = alloc.allocate(bytes, streams[owner]);
+        const live_block fresh{{p, alloc.block_of(p).size, op + 1}, owner};
+        live.push_back(fresh);
+        streams[owner].launch(testing::write_tags(fresh.tags));
+        if (rng() % 16 == 0) {  // a reader on another stream, after the owner's write
+          Stream& reader = streams[rng() % streams.size()];
+          reader.wait(streams[owner]);
+          reader.launch(testing::check_tags(fresh.tags, failures));
+          alloc.record_stream(p, reader);
+        }
       } else {
         const std::size_t victim = rng() % live.size();
-        expect_tags(live[victim]);
-        alloc.deallocate(live[victim].ptr);
+        streams[live[victim].stream].launch(testing::check_tags(live[victim].tags, failures));
+        alloc.deallocate(live[victim].tags.ptr);
         live[victim] = live.back();
         live.pop_back();
       }
       if (op % 50'000 == 0) {
         expect_no_overlap(live);
         std::int64_t recount = 0;
-        for (const live_block& b : live) recount += static_cast<std::int64_t>(b.rounded);
+        for (const live_block& b : live) recount += static_cast<std::int64_t>(b.tags.rounded);
         const allocator_stats s = alloc.stats();
         ASSERT_EQ(s.allocated_bytes.current, recount);
         ASSERT_EQ(s.allocation.current, static_cast<std::int64_t>(live.size()));
@@ -98,10 +86,12 @@ void soak(allocator_options options) {
       }
     }
     for (const live_block& b : live) {
-      expect_tags(b);
-      alloc.deallocate(b.ptr);
+      streams[b.stream].launch(testing::check_tags(b.tags, failures));
+      alloc.deallocate(b.tags.ptr);
     }
     alloc.empty_cache();
+    device.synchronize();
+    EXPECT_EQ(failures.count(), 0u) << failures.first();
     const allocator_stats s = alloc.stats();
     EXPECT_EQ(s.allocated_bytes.current, 0);
     EXPECT_EQ(s.active_bytes.current, 0);

@@ -1,5 +1,8 @@
 // Eight threads on eight streams of a threaded sim device allocate, free (some of each other's
-// blocks), and record streams; the books must balance at the end (ThreadSanitizer runs this).
+// blocks), and record streams, with device work on every block (block_tags.hpp): a tag written
+// on its stream when handed out, checked by the streams recorded on it and, in stream order,
+// just before its free. No tag may ever be wrong, and the books must balance at the end
+// (ThreadSanitizer runs this).
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -7,51 +10,74 @@
 #include <thread>
 #include <vector>
 
+#include "block_tags.hpp"
 #include "streamsafe/alloc/caching_allocator.hpp"
 
 namespace streamsafe {
 namespace {
 
+using testing::tagged_block;
+
+struct owned_block {
+  tagged_block tags;
+  std::size_t stream;
+};
+
 void stress(const allocator_options& options) {
   constexpr int thread_count = 8;
   constexpr int rounds = 4000;
   Device device = Device::sim(sim_options{.memory_capacity = std::size_t{512} << 20, .mode = sim_mode::threaded});
+  testing::tag_failures failures;  // before the streams: their queued checks report here
   std::vector<Stream> streams;
   for (int i = 0; i < thread_count; ++i) streams.emplace_back(device);
   {
     caching_allocator alloc(device, options);
+    const auto release = [&](const owned_block& b) {
+      streams[b.stream].launch(testing::check_tags(b.tags, failures));
+      alloc.deallocate(b.tags.ptr);
+    };
     std::mutex handoff_mutex;
-    std::vector<void*> handoff;  // blocks one thread allocates and another frees
+    std::vector<owned_block> handoff;  // blocks one thread allocates and another frees
     auto work = [&](int index) {
       std::mt19937_64 rng(static_cast<std::uint64_t>(index));
-      std::vector<void*> mine;
+      const auto own = static_cast<std::size_t>(index);
+      std::vector<owned_block> mine;
       for (int round = 0; round < rounds; ++round) {
-        void* p = alloc.allocate(512 + rng() % (256 << 10), streams[static_cast<std::size_t>(index)]);
-        if (rng() % 8 == 0) alloc.record_stream(p, streams[rng() % thread_count]);
+        void* p = alloc.allocate(512 + rng() % (256 << 10), streams[own]);
+        const owned_block fresh{{p, alloc.block_of(p).size, (std::uint64_t{own} << 32) | unsigned(round)}, own};
+        streams[own].launch(testing::write_tags(fresh.tags));
+        if (rng() % 8 == 0) {  // a reader on another stream, after the owner's write
+          Stream& reader = streams[rng() % thread_count];
+          reader.wait(streams[own]);
+          reader.launch(testing::check_tags(fresh.tags, failures));
+          alloc.record_stream(p, reader);
+        }
         if (rng() % 4 == 0) {
           std::lock_guard lock(handoff_mutex);
-          handoff.push_back(p);
+          handoff.push_back(fresh);
         } else {
-          mine.push_back(p);
+          mine.push_back(fresh);
         }
         if (mine.size() > 16) {
-          alloc.deallocate(mine.front());
+          release(mine.front());
           mine.erase(mine.begin());
         }
-        std::vector<void*> theirs;
+        std::vector<owned_block> theirs;
         {
           std::lock_guard lock(handoff_mutex);
           if (handoff.size() > 8) theirs.swap(handoff);
         }
-        for (void* q : theirs) alloc.deallocate(q);
+        for (const owned_block& b : theirs) release(b);
       }
-      for (void* q : mine) alloc.deallocate(q);
+      for (const owned_block& b : mine) release(b);
     };
     std::vector<std::thread> threads;
     for (int i = 0; i < thread_count; ++i) threads.emplace_back(work, i);
     for (auto& t : threads) t.join();
-    for (void* q : handoff) alloc.deallocate(q);
+    for (const owned_block& b : handoff) release(b);
     alloc.empty_cache();
+    device.synchronize();
+    EXPECT_EQ(failures.count(), 0u) << failures.first();
     const allocator_stats s = alloc.stats();
     EXPECT_EQ(s.allocation.current, 0);
     EXPECT_EQ(s.allocation.allocated, static_cast<std::uint64_t>(thread_count * rounds));

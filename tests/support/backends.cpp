@@ -14,12 +14,12 @@ std::string to_string(test_backend backend) {
   return "Unknown";
 }
 
-Device make_device(test_backend backend, std::uint64_t seed) {
+Device make_device(test_backend backend, std::uint64_t seed, std::size_t sim_capacity) {
   switch (backend) {
     case test_backend::sim_deterministic:
-      return Device::sim(sim_options{.memory_capacity = 64u << 20, .mode = sim_mode::deterministic, .seed = seed});
+      return Device::sim(sim_options{.memory_capacity = sim_capacity, .mode = sim_mode::deterministic, .seed = seed});
     case test_backend::sim_threaded:
-      return Device::sim(sim_options{.memory_capacity = 64u << 20,
+      return Device::sim(sim_options{.memory_capacity = sim_capacity,
                                      .mode = sim_mode::threaded,
                                      .seed = seed,
                                      .starve_delay = std::chrono::microseconds(500)});

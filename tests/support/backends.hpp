@@ -21,8 +21,8 @@ namespace streamsafe::testing {
 enum class test_backend { sim_deterministic, sim_threaded, cuda };
 
 std::string to_string(test_backend backend);
-/// The device for `backend`; `seed` feeds the sim scheduler.
-Device make_device(test_backend backend, std::uint64_t seed = 1);
+/// The device for `backend`; `seed` feeds the sim scheduler, `sim_capacity` sizes a sim device.
+Device make_device(test_backend backend, std::uint64_t seed = 1, std::size_t sim_capacity = std::size_t{64} << 20);
 /// The streams of a test that must lose a race on sim: starved there, normal elsewhere.
 stream_options slow_stream(std::string name);
 

@@ -3,39 +3,52 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "streamsafe/alloc/caching_allocator.hpp"
 #include "streamsafe/alloc/memory_resource.hpp"
 
 namespace streamsafe {
 
-/// At deallocate, the block is filled with `pattern` on its allocation stream, then handed back
-/// to the caching allocator, which reuses it as early as its rules allow (at once on that
-/// stream; after an event wait on another). A reader on a stream that was not recorded with
-/// record_stream then sees the pattern or the new owner's data, never the old contents.
-/// Ordering, lifetime and thread safety are the upstream's; the fill is ordinary work on the
-/// allocation stream, enqueued before the block can be handed out again.
+namespace detail {
+class poison_state;
+}
+
+/// At deallocate, the block is filled with `pattern` at the point it becomes reusable, then
+/// handed back to the caching allocator, which reuses it as early as its rules allow.
+///
+/// Ordering. The fill runs after the work enqueued before the deallocate on the allocation
+/// stream and on every stream passed to record_stream, and before the block can be handed out
+/// again. Without recorded streams it is ordinary work on the allocation stream (a same-stream
+/// free is reused at once, as upstream); with them it runs on the adaptor's own stream, which
+/// waits on each of them, and the block is recorded on that stream, so no user stream is made
+/// to wait on another. A correct program never sees the pattern; a reader on a stream that was
+/// not recorded sees the pattern or the next owner's data, never the old contents.
+///
+/// Lifetime. The upstream must outlive the adaptor. Recorded streams are kept (not the handles:
+/// the underlying streams) until the block's free, so a Stream may be destroyed first.
+/// Thread safety: every member is thread-safe, as upstream's.
 class poison_adaptor {
  public:
   static constexpr std::uint8_t default_pattern = 0xA5;
 
-  explicit poison_adaptor(caching_allocator& upstream, std::uint8_t pattern = default_pattern)
-      : upstream_(upstream), pattern_(pattern) {}
+  explicit poison_adaptor(caching_allocator& upstream, std::uint8_t pattern = default_pattern);
+  ~poison_adaptor();
+  poison_adaptor(const poison_adaptor&) = delete;
+  poison_adaptor& operator=(const poison_adaptor&) = delete;
 
-  [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream) { return upstream_.allocate(bytes, stream); }
-  void record_stream(void* ptr, StreamRef stream) { upstream_.record_stream(ptr, stream); }
-  void deallocate(void* ptr) {
-    if (ptr == nullptr) return;
-    const block_info block = upstream_.block_of(ptr);
-    upstream_.allocation_stream(ptr).fill(block.base, pattern_, block.size);
-    upstream_.deallocate(ptr);
-  }
+  [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream);
+  /// As upstream's; a pointer not live there throws usage_error and records nothing.
+  void record_stream(void* ptr, StreamRef stream);
+  /// nullptr is ignored; a pointer not live upstream throws usage_error and changes nothing.
+  void deallocate(void* ptr);
   [[nodiscard]] std::uint8_t pattern() const noexcept { return pattern_; }
   [[nodiscard]] caching_allocator& upstream() noexcept { return upstream_; }
 
  private:
   caching_allocator& upstream_;
   std::uint8_t pattern_;
+  std::unique_ptr<detail::poison_state> state_;
 };
 
 static_assert(stream_ordered_resource<poison_adaptor>, "poison_adaptor does not satisfy stream_ordered_resource");

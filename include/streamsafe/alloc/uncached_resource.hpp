@@ -20,6 +20,9 @@ class uncached_state;
 /// sim: the device arena; a freed range can be handed out again by the next allocate.
 /// record_stream(p, t): at free, the allocation stream waits on an event recorded on t before
 /// the stream-ordered free, so the memory outlives t's use. Thread-safe.
+/// Streams: a live block keeps its allocation stream and its recorded streams (not the handles:
+/// the underlying streams) until its free is enqueued, so a Stream may be destroyed before the
+/// blocks allocated on it or recorded with it are freed.
 class uncached_resource {
  public:
   explicit uncached_resource(const Device& device);

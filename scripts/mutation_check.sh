@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Applies safety-critical edits to the allocator, one at a time, to a scratch copy of the tree,
+# and requires each to make some allocator test fail (docs/mutation_check.md lists them and the
+# tests that catch them). An edit that every test survives, or whose text is no longer in its
+# file (the list would otherwise rot silently), fails the script.
+#
+#   scripts/mutation_check.sh [--list] [NAME...]
+#
+# NAMEs pick mutations (default: all). The scratch copy and its build directory are kept in
+# $MUTATION_DIR (default build/mutation), so a second run rebuilds only what changed. Tests run
+# with a timeout: a hang counts as caught. MUTATION_TREE and MUTATION_BUILD name a tree and its
+# configured build directory to mutate instead (the working tree and build/dev, for a quick run
+# during development: each file is restored after its mutation, but do not build from that tree
+# meanwhile).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+scratch=${MUTATION_DIR:-$repo/build/mutation}
+tree=${MUTATION_TREE:-$scratch/tree}
+build=${MUTATION_BUILD:-$scratch/build}
+jobs=${JOBS:-$(nproc)}
+test_timeout=${MUTATION_TEST_TIMEOUT:-300}
+# The binaries that run, in order; the first to fail stops the rest.
+test_binaries=(alloc_reuse_test alloc_rules_test)
+
+names=() files=() finds=() replaces=()
+# mutation NAME FILE FIND REPLACE: replaces the one occurrence of the literal text FIND in FILE.
+mutation() { names+=("$1"); files+=("$2"); finds+=("$3"); replaces+=("$4"); }
+
+growth=src/alloc/allocator_growth.cpp
+impl=src/alloc/caching_allocator_impl.cpp
+pending=src/alloc/pending_frees.cpp
+stitch=src/alloc/allocator_stitch.cpp
+uncached=src/alloc/uncached_resource.cpp
+poison=src/alloc/poison_adaptor.cpp
+
+mutation borrow-skips-wait "$growth" \
+  '    StreamRef(&pool.stream()).wait(lender_done);' ''
+mutation borrow-skips-event-record "$growth" \
+  '    lender_done.record(StreamRef(&lender->stream()));' ''
+mutation remap-unmaps-without-sync "$growth" \
+  '        pool.stream().synchronize();' ''
+mutation release-without-sync "$growth" \
+  '    pool->stream().synchronize();' ''
+mutation unmap-partly-used-chunk "$growth" \
+  'const std::size_t first = round_up(offset, s.granularity) / s.granularity;' \
+  'const std::size_t first = offset / s.granularity;'
+mutation release-fixed-segment-with-live-blocks "$growth" \
+  '} else if (!s->stitched && wholly_free(*s)) {' '} else if (!s->stitched) {'
+mutation drain-skips-wait "$pending" \
+  '      s.in_flight.front().event.synchronize();' ''
+mutation drain-skips-open-fences "$pending" \
+  '    record_open(s);' ''
+mutation poll-reclaims-before-fence "$pending" \
+  'while (!s.in_flight.empty() && s.in_flight.front().event.query()) {' 'while (!s.in_flight.empty()) {'
+mutation fence-ignores-other-streams "$pending" \
+  '    if (--e.fences_left != 0) continue;  // another stream still uses it' '    --e.fences_left;'
+mutation record-stream-drops-stream "$impl" \
+  '    streams.push_back(&recorded);' ''
+mutation fast-path-ignores-recorded-streams "$impl" \
+  'if (&user == &owner && b->recorded_streams.empty()) {' 'if (&user == &owner) {'
+mutation lent-block-home-without-borrower "$impl" \
+  '    waits_for.push_back(&user.stream());' ''
+mutation stitch-unmaps-dormant-while-busy "$stitch" \
+  '  memory.unmap_finished(false);' '  memory.unmap_finished(true);'
+mutation stitch-frees-chunks-still-mapped "$stitch" \
+  '  pool.stitched->unmap_finished(true);' ''
+mutation uncached-record-stream-noop "$uncached" \
+  'if (&stream.impl() != it->second.stream.get()) it->second.recorded.push_back(detail::share_stream(stream.impl()));' ''
+mutation uncached-free-skips-wait "$uncached" \
+  '    stream.wait(done);' ''
+mutation poison-ignores-recorded-streams "$poison" \
+  'for (const std::shared_ptr<detail::StreamImpl>& user : recorded) poisoner.wait(StreamRef(user.get()));' ''
+mutation poison-block-reusable-before-fill "$poison" \
+  '  upstream_.record_stream(ptr, poisoner);' ''
+
+selected=()
+is_selected() {
+  [ ${#selected[@]} -eq 0 ] && return 0
+  local name
+  for name in "${selected[@]}"; do [ "$name" = "$1" ] && return 0; done
+  return 1
+}
+
+# The working tree's files: tracked and untracked, not ignored (every file but the build
+# directories when the tree is not a git checkout).
+tree_files() {
+  if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard
+  else
+    find . \( -path './build*' -o -path ./.git -o -path ./.device-build \) -prune -o -type f -printf '%P\0'
+  fi
+}
+
+# Copies the working tree into the scratch tree, touching only files whose contents differ, so
+# the build there stays incremental.
+sync_tree() {
+  mkdir -p "$tree"
+  tree_files | while IFS= read -r -d '' file; do
+    [ -f "$file" ] || continue
+    if ! cmp -s "$file" "$tree/$file"; then
+      mkdir -p "$tree/$(dirname "$file")"
+      cp "$file" "$tree/$file"
+    fi
+  done
+}
+
+# replace FILE FIND REPLACE: exactly one literal occurrence, else exit 2.
+replace() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import sys
+path, find, replace = sys.argv[1:]
+text = open(path).read()
+count = text.count(find)
+if count != 1:
+    print(f"  pattern found {count} times in {path} (expected once): {find!r}")
+    sys.exit(2)
+open(path, "w").write(text.replace(find, replace))
+PY
+}
+
+build_tests() {
+  cmake --build "$build" -j "$jobs" --target "${test_binaries[@]}" > "$scratch/build.log" 2>&1
+}
+
+# Runs the test binaries; prints the failing tests (or, after a crash, the test that was
+# running). Returns 0 when every test passed.
+run_tests() {
+  local binary status failed
+  for binary in "${test_binaries[@]}"; do
+    status=0
+    timeout "$test_timeout" "$build/tests/alloc/$binary" > "$scratch/test.log" 2>&1 || status=$?
+    [ "$status" -eq 0 ] && continue
+    failed=$(sed -n '/^\[  FAILED  \] [0-9]* tests\{0,1\},/d; s/^\[  FAILED  \] \([^ ,]*\)[ ,].*/\1/p' "$scratch/test.log" | sort -u | head -4 | paste -sd ' ' -)
+    if [ -z "$failed" ]; then
+      failed="$(sed -n 's/^\[ RUN      \] //p' "$scratch/test.log" | tail -1) (exit $status)"
+      [ "$status" -eq 124 ] && failed="$failed (timed out after ${test_timeout}s)"
+    fi
+    echo "$binary: $failed"
+    return 1
+  done
+  return 0
+}
+
+# The whole run is one function, read before it starts: editing this file mid-run is safe.
+main() {
+  if [ "${1:-}" = "--list" ]; then
+    printf '%s\n' "${names[@]}"
+    return 0
+  fi
+  selected=("$@")
+  start=$(date +%s)
+  echo "mutated tree: $tree"
+  mkdir -p "$scratch"
+  if [ -z "${MUTATION_TREE:-}" ]; then
+    sync_tree
+    cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTREAMSAFE_CUDA=OFF \
+          -DSTREAMSAFE_BENCHMARKS=OFF -DSTREAMSAFE_FUZZ=OFF -DSTREAMSAFE_SANITIZE= > "$scratch/configure.log" 2>&1 ||
+      { cat "$scratch/configure.log"; exit 1; }
+  fi
+  echo "baseline: building and running ${test_binaries[*]} unmutated"
+  build_tests || { tail -40 "$scratch/build.log"; echo "mutation check: the unmutated tree does not build"; exit 1; }
+  if ! baseline=$(run_tests); then
+    echo "$baseline"
+    echo "mutation check: the tests fail on the unmutated tree; fix them first"
+    exit 1
+  fi
+
+  survived=() stale=() broken=()
+  mutated=""
+  trap '[ -n "$mutated" ] && cp "$scratch/original" "$mutated"' EXIT  # never leave a tree mutated
+  for i in "${!names[@]}"; do
+    name=${names[$i]} file=${files[$i]}
+    is_selected "$name" || continue
+    t0=$(date +%s)
+    cp "$tree/$file" "$scratch/original"
+    if ! replace "$tree/$file" "${finds[$i]}" "${replaces[$i]}"; then
+      echo "STALE    $name: its text is no longer in $file; update scripts/mutation_check.sh"
+      stale+=("$name")
+      continue
+    fi
+    mutated=$tree/$file
+    if ! build_tests; then
+      echo "BROKEN   $name: the mutated tree does not build (see $scratch/build.log)"
+      broken+=("$name")
+    elif verdict=$(run_tests); then
+      echo "SURVIVED $name ($file): every test passed"
+      survived+=("$name")
+    else
+      echo "caught   $name ($(( $(date +%s) - t0 ))s) by $verdict"
+    fi
+    cp "$scratch/original" "$tree/$file"  # restored; a new mtime, so the next build recompiles it
+    mutated=""
+  done
+
+  build_tests  # leaves the scratch build unmutated for the next run
+  echo "mutation check: $(( $(date +%s) - start ))s"
+  if [ ${#survived[@]} -ne 0 ] || [ ${#stale[@]} -ne 0 ] || [ ${#broken[@]} -ne 0 ]; then
+    [ ${#survived[@]} -ne 0 ] && echo "mutation check FAILED: survived (no test sees them): ${survived[*]}"
+    [ ${#stale[@]} -ne 0 ] && echo "mutation check FAILED: stale patterns: ${stale[*]}"
+    [ ${#broken[@]} -ne 0 ] && echo "mutation check FAILED: mutations that do not build: ${broken[*]}"
+    exit 1
+  fi
+  echo "mutation check passed: every mutation was caught"
+}
+
+main "$@"
