@@ -232,6 +232,7 @@ void caching_allocator_impl::unmap_free_chunks(stream_pool& pool, std::size_t ch
     for_each_free_mapped_chunk(*s, [&](block& holder, std::size_t chunk) {
       if (!synchronized) {  // work already enqueued on the stream may still use a freed block
         pool.stream().synchronize();
+        note_host_sync();
         synchronized = true;
       }
       unmap_chunk(*s, holder, chunk);
@@ -283,6 +284,7 @@ void caching_allocator_impl::release_cached() {
     // every block freed before was freed after its last use was enqueued, so the sync covers it.
     std::lock_guard lock(pool->mutex);
     pool->stream().synchronize();
+    note_host_sync();
     release_free_memory(*pool);
   }
 }

@@ -70,8 +70,10 @@ TEST(TraceReplay, ReportsProgressEvery65536EventsAndAtTheEnd) {
   }
   const auto events = parse_alloc_trace(text);
   std::vector<std::pair<std::size_t, std::size_t>> calls;
-  (void)replay_alloc_trace(events, Device::sim(), allocator_options{}, replay_free_point::requested,
-                           [&](std::size_t done, std::size_t total) { calls.emplace_back(done, total); });
+  (void)replay_alloc_trace(events, Device::sim(), allocator_options{},
+                           replay_loop{.progress = [&](std::size_t done, std::size_t total) {
+                             calls.emplace_back(done, total);
+                           }});
   const std::vector<std::pair<std::size_t, std::size_t>> expected = {
       {65'536, 140'000}, {131'072, 140'000}, {140'000, 140'000}};
   EXPECT_EQ(calls, expected);
