@@ -91,6 +91,7 @@ stream_pool& caching_allocator_impl::pool_for_slow(StreamImpl& stream) {
   if (!slot) {
     retain(stream);
     slot = std::make_unique<stream_pool>(stream);
+    if (expandable_ && options_.growth == expandable_growth::settle) slot->use_best_fit();
     pool_list_.push_back(slot.get());
   }
   cached = pool_cache_entry{token_, &stream, stream.id(), slot.get()};

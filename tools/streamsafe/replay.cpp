@@ -75,6 +75,7 @@ std::string policy_of(const allocator_options& options) {
     case expandable_growth::stitch: return "expandable, stitch";
     case expandable_growth::remap: return "expandable, remap";
     case expandable_growth::map_new: return "expandable, map_new";
+    case expandable_growth::settle: return "expandable, settle";
   }
   return "expandable";
 }
