@@ -76,6 +76,7 @@ class loop_replayer {
   loop_replayer& operator=(const loop_replayer&) = delete;
   ~loop_replayer() {
     for (const auto& [addr, entry] : live_) allocator_.deallocate(entry.first);
+    for (void* ptr : kept_) allocator_.deallocate(ptr);
   }
 
   replay_result run();
@@ -96,6 +97,9 @@ class loop_replayer {
   std::map<std::int64_t, Stream> streams_;
   caching_allocator allocator_;
   std::unordered_map<std::uint64_t, std::pair<void*, std::uint64_t>> live_;  // trace addr -> ours, size
+  // What the first pass leaves live stays, out of live_: a later pass may reuse its trace
+  // addresses (an activation's address, before a weight took it).
+  std::vector<void*> kept_;
   std::uint64_t live_bytes_ = 0;
   std::uint64_t pass_peak_live_ = 0;
   std::uint64_t unmatched_ = 0;
@@ -139,6 +143,8 @@ replay_iteration loop_replayer::pass(std::size_t iteration) {
     replay(events_[i], i, iteration, figures);
   }
   const auto elapsed = std::chrono::steady_clock::now() - start;
+  for (const auto& [addr, entry] : live_) kept_.push_back(entry.first);
+  live_.clear();
   const allocator_stats after = allocator_.stats();
   figures.elapsed_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
   figures.peak_live_bytes = pass_peak_live_;

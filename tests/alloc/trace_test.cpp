@@ -121,6 +121,16 @@ TEST(TraceLoop, LaterPassesRepeatWhatTheTraceFreesAndKeepTheRest) {
   EXPECT_EQ(first_iteration(r).iterations, 1u);
 }
 
+TEST(TraceLoop, AKeptAllocationsAddressMayServeAnEarlierOneInTheNextPass) {
+  // PyTorch reuses addresses: an activation's, then a weight's made late in the step.
+  const auto events = parse_alloc_trace(
+      "action,addr,size,stream\nalloc,5,1000,0\nfree_requested,5,1000,0\nalloc,5,2000,0\n");
+  const replay_result r = replay_alloc_trace(events, Device::sim(), allocator_options{}, replay_loop{.iterations = 3});
+  ASSERT_EQ(r.iterations.size(), 3u);
+  EXPECT_EQ(r.iterations[1].operations, 2u);
+  EXPECT_EQ(r.iterations[2].peak_live_bytes, 3000u);
+}
+
 TEST(TraceLoop, OnePassIsTheTraceAsRecordedAndHasNoSteadyState) {
   const auto events = parse_alloc_trace(training_step);
   const replay_result r = replay_alloc_trace(events, Device::sim(), allocator_options{});
@@ -198,6 +208,25 @@ TEST(AllocatorStats, CountsDeviceCallsAndHostSyncs) {
   EXPECT_EQ(emptied.device_calls.unmap, 3u);
   EXPECT_EQ(emptied.device_calls.release, 3u);
   EXPECT_EQ(emptied.num_host_syncs, 1u);  // the one stream, before its chunks went
+}
+
+// settle's placement (here rather than with the growth tests: it is what makes the loop replays
+// above settle): of equal free blocks the lowest address, not the most recently freed.
+TEST(SettleGrowth, PlacesByBestFitLowestAddressFirst) {
+  const Device device = Device::sim();
+  Stream stream(device);
+  for (const expandable_growth growth : {expandable_growth::settle, expandable_growth::map_new}) {
+    caching_allocator allocator(device, allocator_options{.growth = growth});
+    constexpr std::size_t block = 3u << 20;
+    std::vector<void*> blocks;
+    for (int i = 0; i < 5; ++i) blocks.push_back(allocator.allocate(block, stream));
+    allocator.deallocate(blocks[1]);
+    allocator.deallocate(blocks[3]);  // freed last: the bins' first pick
+    void* again = allocator.allocate(block, stream);
+    EXPECT_EQ(again, growth == expandable_growth::settle ? blocks[1] : blocks[3]) << static_cast<int>(growth);
+    allocator.deallocate(again);
+    for (const int i : {0, 2, 4}) allocator.deallocate(blocks[i]);
+  }
 }
 
 }  // namespace
