@@ -5,9 +5,14 @@ Shapes change with every request (sequence lengths drawn from a seeded generator
 caching allocators fragment most: a continuous-batching server keeps up to --concurrent requests
 in flight, each holding a KV cache that grows token by token, while every forward pass allocates
 and frees activations sized by the batch's lengths. Output: `action,addr,size,stream` CSV
-(GUIDE.md section 5), free_requested and free_completed at the same point (one stream).
+(GUIDE.md section 5), free_requested and free_completed at the same point.
 
-    scripts/gen_inference_trace.py out.csv.gz [--requests 400] [--seed 1]
+With --streams S > 1, request r runs its forward passes and holds its KV cache on stream r % S,
+and each forward pass on a stream other than 0 hands its logits to a sampler on stream 0: the
+logits block is allocated on the request's stream, used on stream 0 (a `record_stream` row, the
+replay's extension of the format) and freed, so its memory waits for stream 0's work.
+
+    scripts/gen_inference_trace.py out.csv.gz [--requests 400] [--seed 1] [--streams 1]
 """
 import argparse
 import gzip
@@ -24,30 +29,41 @@ class Trace:
         self.rows = ["action,addr,size,stream"]
         self.next_addr = 1 << 32
 
-    def alloc(self, size):
+    def alloc(self, size, stream=0):
         addr = self.next_addr
         self.next_addr += (size + 511) // 512 * 512 + 512  # unique, never reused: identities only
-        self.rows.append(f"alloc,{addr},{size},0")
-        return addr, size
+        self.rows.append(f"alloc,{addr},{size},{stream}")
+        return addr, size, stream
+
+    def record_stream(self, block, stream):
+        self.rows.append(f"record_stream,{block[0]},0,{stream}")
 
     def free(self, block):
-        addr, size = block
-        self.rows.append(f"free_requested,{addr},{size},0")
-        self.rows.append(f"free_completed,{addr},{size},0")
+        addr, size, stream = block
+        self.rows.append(f"free_requested,{addr},{size},{stream}")
+        self.rows.append(f"free_completed,{addr},{size},{stream}")
 
 
-def forward(trace, tokens, context):
-    """One forward pass over `tokens` new tokens attending to `context` tokens."""
-    hidden = trace.alloc(tokens * HIDDEN * BYTES)
+VOCAB = 32000
+SAMPLER_STREAM = 0
+
+
+def forward(trace, tokens, context, stream=0):
+    """One forward pass over `tokens` new tokens attending to `context` tokens, on `stream`."""
+    hidden = trace.alloc(tokens * HIDDEN * BYTES, stream)
     for _ in range(LAYERS):
-        qkv = trace.alloc(3 * tokens * HIDDEN * BYTES)
-        scores = trace.alloc(HEADS * tokens * context * BYTES)
+        qkv = trace.alloc(3 * tokens * HIDDEN * BYTES, stream)
+        scores = trace.alloc(HEADS * tokens * context * BYTES, stream)
         trace.free(scores)
-        attn = trace.alloc(tokens * HIDDEN * BYTES)
+        attn = trace.alloc(tokens * HIDDEN * BYTES, stream)
         trace.free(qkv)
-        mlp = trace.alloc(4 * tokens * HIDDEN * BYTES)
+        mlp = trace.alloc(4 * tokens * HIDDEN * BYTES, stream)
         trace.free(attn)
         trace.free(mlp)
+    if stream != SAMPLER_STREAM:  # the last token's logits go to the sampler's stream
+        logits = trace.alloc(VOCAB * BYTES, stream)
+        trace.record_stream(logits, SAMPLER_STREAM)
+        trace.free(logits)
     trace.free(hidden)
 
 
@@ -57,6 +73,7 @@ def main():
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--concurrent", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--streams", type=int, default=1)
     options = parser.parse_args()
     rng = random.Random(options.seed)
     trace = Trace()
@@ -65,15 +82,16 @@ def main():
     while started < options.requests or active:
         while started < options.requests and len(active) < options.concurrent:
             prompt = rng.randint(16, 2048)
-            forward(trace, prompt, prompt)  # prefill
-            kv = [trace.alloc(2 * prompt * HIDDEN * BYTES // LAYERS * LAYERS)]
-            active.append([rng.randint(1, 256), prompt, kv])
+            stream = started % options.streams
+            forward(trace, prompt, prompt, stream)  # prefill
+            kv = [trace.alloc(2 * prompt * HIDDEN * BYTES // LAYERS * LAYERS, stream)]
+            active.append([rng.randint(1, 256), prompt, kv, stream])
             started += 1
         for request in active:  # one decode step for each request in flight
             request[1] += 1
-            forward(trace, 1, request[1])
+            forward(trace, 1, request[1], request[3])
             if request[1] % 64 == 0:  # the KV cache grows in pages of 64 tokens
-                request[2].append(trace.alloc(2 * 64 * HIDDEN * BYTES))
+                request[2].append(trace.alloc(2 * 64 * HIDDEN * BYTES, request[3]))
             request[0] -= 1
         for request in [r for r in active if r[0] == 0]:
             for block in request[2]:

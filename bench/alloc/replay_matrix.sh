@@ -4,18 +4,8 @@
 # Traces: ResNet-50 (shared/data), the same repeated 4 times (a training loop's steady state),
 # and the generated variable-length inference traces, seeds 1 to 3 (made if missing).
 #   usage: bench/alloc/replay_matrix.sh STREAMSAFE_BINARY [BACKEND] [TRACE_DIR]
-set -euo pipefail
-binary=$1
-backend=${2:-sim}
-traces=${3:-/tmp/streamsafe-traces}
-here=$(cd "$(dirname "$0")/../.." && pwd)
-resnet=${RESNET_TRACE:-$here/../shared/data/resnet50_train.alloc.csv.gz}
-mkdir -p "$traces"
+source "$(dirname "$0")/trace_setup.sh"
 [ -f "$traces/resnet50_x4.csv.gz" ] || python3 "$here/scripts/repeat_trace.py" "$resnet" "$traces/resnet50_x4.csv.gz"
-for seed in 1 2 3; do
-  [ -f "$traces/inference_seed$seed.csv.gz" ] ||
-    python3 "$here/scripts/gen_inference_trace.py" "$traces/inference_seed$seed.csv.gz" --requests 200 --seed $seed
-done
 echo "| trace | policy | peak live MiB | peak reserved MiB | reserved/live | device allocations | ns/op |"
 echo "|---|---|---|---|---|---|---|"
 for trace in "$resnet" "$traces/resnet50_x4.csv.gz" "$traces"/inference_seed{1,2,3}.csv.gz; do

@@ -67,7 +67,8 @@ void apply(allocator_options& options, std::string_view key, std::string_view va
   } else if (key == "expandable_growth") {
     options.growth = parse_choice<expandable_growth>(key, value, {{"stitch", expandable_growth::stitch},
                                                                  {"remap", expandable_growth::remap},
-                                                                 {"map_new", expandable_growth::map_new}});
+                                                                 {"map_new", expandable_growth::map_new},
+                                                                 {"settle", expandable_growth::settle}});
   } else if (key == "remap_slack_percent") {
     options.remap_slack_percent = parse_size(key, value);
   } else if (key == "small_window") {

@@ -400,7 +400,10 @@ void caching_allocator_impl::give_back_memory(stream_pool& pool, released_memory
   if (taken.empty()) return;
   released_memory::progress done;
   try {
-    if (synchronize) pool.stream().synchronize();
+    if (synchronize) {
+      pool.stream().synchronize();
+      note_host_sync();
+    }
     if (taken.stitcher_to_flush) release_stitched(pool, taken.windows);
     for (; done.chunks < taken.chunks.size(); ++done.chunks) {
       const released_memory::chunk& c = taken.chunks[done.chunks];

@@ -39,7 +39,7 @@ void write_stats(std::ostream& out, const allocator_stats& s) {
       << ",\"num_sync_all_streams\":" << s.num_sync_all_streams << ",\"num_device_alloc\":" << s.num_device_alloc
       << ",\"num_device_free\":" << s.num_device_free << ",\"num_cross_stream_reuses\":" << s.num_cross_stream_reuses << ",\"num_free_fences\":" << s.num_free_fences
       << ",\"pending_free_bytes\":" << s.pending_free_bytes << ",\"pending_free_blocks\":" << s.pending_free_blocks
-      << '}';
+      << ",\"num_host_syncs\":" << s.num_host_syncs << ",\"device_calls\":" << s.device_calls.total() << '}';
 }
 
 void write_segment(std::ostream& out, const segment& s, stream_id stream) {

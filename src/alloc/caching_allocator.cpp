@@ -17,6 +17,7 @@ void caching_allocator::empty_cache() { impl_->empty_cache(); }
 allocator_stats caching_allocator::stats() const { return impl_->stats(); }
 allocator_stats caching_allocator::stats(StreamRef stream) const { return impl_->stats(stream); }
 void caching_allocator::reset_peak_stats() { impl_->reset_peak_stats(); }
+void caching_allocator::reset_reserved_peak() { impl_->reset_reserved_peak(); }
 block_info caching_allocator::block_of(const void* ptr) const { return impl_->block_of(ptr); }
 StreamRef caching_allocator::allocation_stream(const void* ptr) const { return impl_->allocation_stream(ptr); }
 std::string caching_allocator::snapshot_json() const { return impl_->snapshot_json(); }

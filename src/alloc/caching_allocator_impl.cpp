@@ -42,7 +42,7 @@ std::shared_ptr<StreamImpl> share_of(StreamImpl& stream) {
 caching_allocator_impl::caching_allocator_impl(const Device& device, allocator_options options)
     : device_(device),
       options_(options),
-      source_(make_memory_source(device)),
+      source_(std::make_unique<counting_memory_source>(make_memory_source(device))),
       expandable_(options.segments == segment_kind::expandable && source_->supports_mapping()),
       events_(device),
       token_(next_token.fetch_add(1)),
@@ -106,6 +106,7 @@ stream_pool& caching_allocator_impl::pool_for_slow(StreamImpl& stream) {
     auto& slot = pools_[stream.id()];
     if (!slot) {
       slot = new_pool(stream);
+      if (expandable_ && options_.growth == expandable_growth::settle) slot->use_best_fit();
       pool_list_.push_back(slot.get());
       created = true;
     }
@@ -353,6 +354,7 @@ void caching_allocator_impl::reclaim(const std::vector<finished_free>& done) {
 void caching_allocator_impl::wait_for_pending() {
   std::vector<finished_free> done;
   pending_.drain(done);
+  if (!done.empty()) note_host_sync();
   reclaim(done);
 }
 
@@ -386,6 +388,7 @@ allocator_stats caching_allocator_impl::stats() const {
     std::lock_guard lock(stats_mutex_);
     total = device_stats_;
   }
+  total.device_calls = source_->counts();
   const pending_frees::totals held = pending_.held_totals();
   total.num_free_fences = held.fences_recorded;
   total.pending_free_bytes = static_cast<std::int64_t>(held.bytes);
@@ -416,6 +419,16 @@ void caching_allocator_impl::reset_peak_stats() {
     std::lock_guard lock(pool->mutex);
     reset(pool->stats);
   }
+}
+
+void caching_allocator_impl::reset_reserved_peak() {
+  std::lock_guard lock(stats_mutex_);
+  device_stats_.reserved_bytes.peak = device_stats_.reserved_bytes.current;
+}
+
+void caching_allocator_impl::note_host_sync() {
+  std::lock_guard lock(stats_mutex_);
+  ++device_stats_.num_host_syncs;
 }
 
 void caching_allocator_impl::note_reserved(std::int64_t bytes, std::int64_t segments) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "alloc/block.hpp"
+#include "alloc/counting_memory_source.hpp"
 #include "alloc/memory_source.hpp"
 #include "alloc/pending_frees.hpp"
 #include "alloc/segment_owners.hpp"
@@ -55,6 +56,7 @@ class caching_allocator_impl {
   [[nodiscard]] allocator_stats stats() const;
   [[nodiscard]] allocator_stats stats(StreamRef stream) const;
   void reset_peak_stats();
+  void reset_reserved_peak();
   [[nodiscard]] block_info block_of(const void* ptr) const;
   [[nodiscard]] StreamRef allocation_stream(const void* ptr) const;
   [[nodiscard]] std::string snapshot_json() const;
@@ -177,11 +179,12 @@ class caching_allocator_impl {
   static void note_freed(allocator_stats& stats, const block& b) noexcept;
   static void note_inactive(allocator_stats& stats, std::size_t bytes) noexcept;
   void note_reserved(std::int64_t bytes, std::int64_t segments);
+  void note_host_sync();
   void remember(trace_action action, std::uintptr_t address, std::size_t bytes, stream_id stream);
 
   Device device_;
   allocator_options options_;
-  std::unique_ptr<memory_source> source_;
+  std::unique_ptr<counting_memory_source> source_;
   bool expandable_;
   EventPool events_;
   std::uint64_t token_;  // identifies this allocator in the per-thread pool cache

@@ -31,6 +31,7 @@ void free_bins::remove(block* b) noexcept {
 }
 
 block* free_bins::find(std::size_t bytes) const noexcept {
+  if (best_fit_) return find_best(bytes);
   const auto own = class_of(bytes);
   block* best = nullptr;
   int looks = 0;
@@ -40,6 +41,23 @@ block* free_bins::find(std::size_t bytes) const noexcept {
   }
   if (best != nullptr) return best;
   return first_at_or_above(class_at_least(bytes));
+}
+
+block* free_bins::find_best(std::size_t bytes) const noexcept {
+  const auto better = [](const block* b, const block* best) {
+    return best == nullptr || b->size < best->size || (b->size == best->size && b->address < best->address);
+  };
+  const auto own = class_of(bytes);
+  block* best = nullptr;
+  for (block* b = heads_[own.first][own.second]; b != nullptr; b = b->next_free) {
+    if (b->size >= bytes && better(b, best)) best = b;
+  }
+  if (best != nullptr) return best;
+  // Every block of the first class at or above class_at_least fits: the best is among them.
+  for (block* b = first_at_or_above(class_at_least(bytes)); b != nullptr; b = b->next_free) {
+    if (better(b, best)) best = b;
+  }
+  return best;
 }
 
 block* free_bins::first_at_or_above(size_class from) const noexcept {

@@ -78,6 +78,10 @@ class stream_pool {
   /// merges. The merge happens when a search finds nothing close, when memory is released, or once
   /// `deferred_merge_limit` blocks wait (so free space fragments by a bounded amount).
   void cache(block* b);
+  /// Both pools' bins place by best fit from now on (free_bins::use_best_fit).
+  void use_best_fit() noexcept {
+    for (free_bins& bins : bins_) bins.use_best_fit();
+  }
   /// Merges every block whose merge was deferred with its free neighbours.
   void merge_deferred();
 

@@ -12,7 +12,7 @@ namespace streamsafe {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, trace_action>, 9> action_names{{
+constexpr std::array<std::pair<std::string_view, trace_action>, 10> action_names{{
     {"alloc", trace_action::alloc},
     {"free_requested", trace_action::free_requested},
     {"free_completed", trace_action::free_completed},
@@ -22,6 +22,7 @@ constexpr std::array<std::pair<std::string_view, trace_action>, 9> action_names{
     {"segment_unmap", trace_action::segment_unmap},
     {"oom", trace_action::oom},
     {"snapshot", trace_action::snapshot},
+    {"record_stream", trace_action::record_stream},
 }};
 
 [[noreturn]] void reject(std::size_t line, const std::string& why, std::string_view text) {
@@ -84,6 +85,7 @@ std::string_view to_string(trace_action action) noexcept {
     case trace_action::segment_unmap: return "segment_unmap";
     case trace_action::oom: return "oom";
     case trace_action::snapshot: return "snapshot";
+    case trace_action::record_stream: return "record_stream";
   }
   return "?";
 }

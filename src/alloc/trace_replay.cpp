@@ -1,7 +1,9 @@
-// Replays an allocation trace through a caching_allocator and measures it.
+// Replays an allocation trace through a caching_allocator, as one pass or as a training loop of
+// several, and measures each pass.
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <span>
 #include <unordered_map>
 
 #include "streamsafe/alloc/caching_allocator.hpp"
@@ -26,74 +28,235 @@ std::uint64_t original_peak_reserved(const std::vector<trace_event>& events) {
   return static_cast<std::uint64_t>(peak);
 }
 
+/// For each event, whether it is an allocation the trace frees again (at `frees`): the ones a
+/// later pass repeats. The others stay live to the end of the trace (weights).
+std::vector<bool> repeated_allocations(const std::vector<trace_event>& events, trace_action frees) {
+  std::vector<bool> repeated(events.size(), false);
+  std::unordered_map<std::uint64_t, std::size_t> live;  // trace addr -> index of its alloc
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const trace_event& e = events[i];
+    if (e.action == trace_action::alloc && e.size != 0) {
+      live[e.addr] = i;
+    } else if (e.action == frees) {
+      if (const auto it = live.find(e.addr); it != live.end()) {
+        repeated[it->second] = true;
+        live.erase(it);
+      }
+    }
+  }
+  return repeated;
+}
+
 /// One Stream per trace stream id, created before the allocator that uses them (and so
 /// destroyed after it).
 std::map<std::int64_t, Stream> make_streams(const std::vector<trace_event>& events, const Device& device) {
   std::map<std::int64_t, Stream> streams;
   for (const trace_event& e : events) {
-    if (e.action != trace_action::alloc || streams.contains(e.stream)) continue;
+    if (e.action != trace_action::alloc && e.action != trace_action::record_stream) continue;
+    if (streams.contains(e.stream)) continue;
     streams.emplace(e.stream, Stream(device, stream_options{.name = "trace stream " + std::to_string(e.stream)}));
   }
   return streams;
 }
 
-}  // namespace
+class loop_replayer {
+ public:
+  loop_replayer(const std::vector<trace_event>& events, const Device& device, const allocator_options& options,
+                const replay_loop& loop)
+      : events_(events),
+        loop_(loop),
+        frees_(loop.free_point == replay_free_point::requested ? trace_action::free_requested
+                                                               : trace_action::free_completed),
+        repeated_(repeated_allocations(events, frees_)),
+        streams_(make_streams(events, device)),
+        allocator_(device, options) {
+    live_.reserve(1 << 16);
+  }
+  loop_replayer(const loop_replayer&) = delete;
+  loop_replayer& operator=(const loop_replayer&) = delete;
+  ~loop_replayer() {
+    for (const auto& [addr, entry] : live_) allocator_.deallocate(entry.first);
+    for (void* ptr : kept_) allocator_.deallocate(ptr);
+  }
 
-replay_result replay_alloc_trace(const std::vector<trace_event>& events, const Device& device,
-                                 const allocator_options& options, replay_free_point free_point,
-                                 const replay_progress& progress) {
-  const trace_action frees = free_point == replay_free_point::requested ? trace_action::free_requested
-                                                                         : trace_action::free_completed;
-  auto streams = make_streams(events, device);
+  replay_result run();
+
+ private:
+  replay_iteration pass(std::size_t iteration);
+  void replay(const trace_event& e, std::size_t index, std::size_t iteration, replay_iteration& figures);
+  void allocate(const trace_event& e);
+  /// False when nothing is live at the address (the free is skipped).
+  bool free(const trace_event& e, bool first_pass);
+  void record(const trace_event& e, bool first_pass);
+  void step(const trace_event& e);
+
+  const std::vector<trace_event>& events_;
+  const replay_loop& loop_;
+  const trace_action frees_;
+  const std::vector<bool> repeated_;
+  std::map<std::int64_t, Stream> streams_;
+  caching_allocator allocator_;
+  std::unordered_map<std::uint64_t, std::pair<void*, std::uint64_t>> live_;  // trace addr -> ours, size
+  // What the first pass leaves live stays, out of live_: a later pass may reuse its trace
+  // addresses (an activation's address, before a weight took it).
+  std::vector<void*> kept_;
+  std::uint64_t live_bytes_ = 0;
+  std::uint64_t pass_peak_live_ = 0;
+  std::uint64_t unmatched_ = 0;
+  std::uint64_t record_streams_ = 0;
+  std::size_t since_step_ = 0;
+  std::size_t events_done_ = 0;
+};
+
+replay_result loop_replayer::run() {
   replay_result result;
-  result.free_point = free_point;
-  result.streams = streams.size();
-  result.original_peak_reserved_bytes = original_peak_reserved(events);
-  caching_allocator allocator(device, options);
-  std::unordered_map<std::uint64_t, std::pair<void*, std::uint64_t>> live;  // trace addr -> ours, size
-  live.reserve(1 << 16);
-  std::uint64_t live_bytes = 0;
+  result.free_point = loop_.free_point;
+  result.streams = streams_.size();
+  result.original_peak_reserved_bytes = original_peak_reserved(events_);
+  std::uint64_t elapsed_ns = 0;
+  for (std::size_t i = 0; i < std::max<std::size_t>(loop_.iterations, 1); ++i) {
+    const replay_iteration figures = pass(i);
+    result.operations += figures.operations;
+    result.peak_live_bytes = std::max(result.peak_live_bytes, figures.peak_live_bytes);
+    result.peak_reserved_bytes = std::max(result.peak_reserved_bytes, figures.peak_reserved_bytes);
+    elapsed_ns += figures.elapsed_ns;
+    result.iterations.push_back(figures);
+  }
+  if (loop_.progress) loop_.progress(events_done_, events_done_);
+  result.unmatched_frees = unmatched_;
+  result.record_streams = record_streams_;
+  result.device_allocations = allocator_.stats().num_device_alloc;
+  result.ns_per_op =
+      result.operations == 0 ? 0.0 : static_cast<double>(elapsed_ns) / static_cast<double>(result.operations);
+  return result;
+}
 
+replay_iteration loop_replayer::pass(std::size_t iteration) {
+  const allocator_stats before = allocator_.stats();
+  allocator_.reset_reserved_peak();
+  pass_peak_live_ = live_bytes_;
+  replay_iteration figures;
+  const std::size_t total = events_.size() * std::max<std::size_t>(loop_.iterations, 1);
   const auto start = std::chrono::steady_clock::now();
-  std::size_t done = 0;
-  for (const trace_event& e : events) {
-    if ((++done & 0xFFFF) == 0 && progress) progress(done, events.size());
-    if (e.action == trace_action::alloc) {
-      if (e.size == 0) continue;
-      void* ptr = allocator.allocate(e.size, streams.at(e.stream));
-      if (!live.try_emplace(e.addr, ptr, e.size).second) {
-        allocator.deallocate(ptr);
-        throw parse_error("allocation trace, line " + std::to_string(e.line) + ": alloc of address " +
-                              std::to_string(e.addr) + ", which is still live",
-                          e.line);
-      }
-      live_bytes += e.size;
-      result.peak_live_bytes = std::max(result.peak_live_bytes, live_bytes);
-      ++result.operations;
-    } else if (e.action == frees) {
-      const auto it = live.find(e.addr);
-      if (it == live.end()) {
-        ++result.unmatched_frees;  // allocated before the recording started
-        continue;
-      }
-      allocator.deallocate(it->second.first);
-      live_bytes -= it->second.second;
-      live.erase(it);
-      ++result.operations;
-    }
+  for (std::size_t i = 0; i < events_.size(); ++i) {
+    if ((++events_done_ & 0xFFFF) == 0 && loop_.progress) loop_.progress(events_done_, total);
+    replay(events_[i], i, iteration, figures);
   }
   const auto elapsed = std::chrono::steady_clock::now() - start;
-  if (progress) progress(events.size(), events.size());
-  for (const auto& [addr, entry] : live) allocator.deallocate(entry.first);
+  for (const auto& [addr, entry] : live_) kept_.push_back(entry.first);
+  live_.clear();
+  const allocator_stats after = allocator_.stats();
+  figures.elapsed_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+  figures.peak_live_bytes = pass_peak_live_;
+  figures.peak_reserved_bytes = static_cast<std::uint64_t>(after.reserved_bytes.peak);
+  figures.device_calls = after.device_calls.total() - before.device_calls.total();
+  figures.host_syncs = after.num_host_syncs - before.num_host_syncs;
+  figures.cross_stream_reuses = after.num_cross_stream_reuses - before.num_cross_stream_reuses;
+  return figures;
+}
 
-  const allocator_stats stats = allocator.stats();
-  result.peak_reserved_bytes = static_cast<std::uint64_t>(stats.reserved_bytes.peak);
-  result.device_allocations = stats.num_device_alloc;
-  result.ns_per_op = result.operations == 0
-                         ? 0.0
-                         : static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()) /
-                               static_cast<double>(result.operations);
-  return result;
+void loop_replayer::replay(const trace_event& e, std::size_t index, std::size_t iteration,
+                           replay_iteration& figures) {
+  const bool first_pass = iteration == 0;
+  if (e.action == trace_action::alloc) {
+    if (e.size == 0 || (!first_pass && !repeated_[index])) return;  // kept ones stay from the first pass
+    allocate(e);
+  } else if (e.action == frees_) {
+    if (!free(e, first_pass)) return;
+  } else {
+    if (e.action == trace_action::record_stream) record(e, first_pass);
+    return;
+  }
+  ++figures.operations;
+  step(e);
+}
+
+void loop_replayer::allocate(const trace_event& e) {
+  StreamRef stream = streams_.at(e.stream);
+  void* ptr = allocator_.allocate(e.size, stream);
+  if (!live_.try_emplace(e.addr, ptr, e.size).second) {
+    allocator_.deallocate(ptr);
+    throw parse_error("allocation trace, line " + std::to_string(e.line) + ": alloc of address " +
+                          std::to_string(e.addr) + ", which is still live",
+                      e.line);
+  }
+  live_bytes_ += e.size;
+  pass_peak_live_ = std::max(pass_peak_live_, live_bytes_);
+  if (loop_.work.touch) loop_.work.touch(stream, ptr, e.size);
+}
+
+bool loop_replayer::free(const trace_event& e, bool first_pass) {
+  const auto it = live_.find(e.addr);
+  if (it == live_.end()) {
+    if (first_pass) ++unmatched_;  // allocated before the recording started
+    return false;
+  }
+  allocator_.deallocate(it->second.first);
+  live_bytes_ -= it->second.second;
+  live_.erase(it);
+  return true;
+}
+
+void loop_replayer::record(const trace_event& e, bool first_pass) {
+  const auto it = live_.find(e.addr);
+  if (it == live_.end()) {
+    if (first_pass) ++unmatched_;
+    return;
+  }
+  StreamRef stream = streams_.at(e.stream);
+  if (loop_.work.touch) loop_.work.touch(stream, it->second.first, it->second.second);
+  allocator_.record_stream(it->second.first, stream);
+  ++record_streams_;
+}
+
+void loop_replayer::step(const trace_event& e) {
+  if (loop_.work.step_every == 0 || !loop_.work.step || ++since_step_ < loop_.work.step_every) return;
+  since_step_ = 0;
+  // A free's stream may be one no allocation used (the trace's id for it): the step goes where
+  // the trace's work goes, and a stream only freed on has none.
+  if (const auto it = streams_.find(e.stream); it != streams_.end()) loop_.work.step(it->second);
+}
+
+replay_phase summarize(std::span<const replay_iteration> passes) {
+  replay_phase phase{.iterations = passes.size()};
+  if (passes.empty()) return phase;
+  std::uint64_t operations = 0;
+  std::uint64_t elapsed_ns = 0;
+  std::uint64_t calls = 0;
+  std::uint64_t syncs = 0;
+  std::uint64_t reuses = 0;
+  for (const replay_iteration& p : passes) {
+    operations += p.operations;
+    elapsed_ns += p.elapsed_ns;
+    calls += p.device_calls;
+    syncs += p.host_syncs;
+    reuses += p.cross_stream_reuses;
+    phase.peak_live_bytes = std::max(phase.peak_live_bytes, p.peak_live_bytes);
+    phase.peak_reserved_bytes = std::max(phase.peak_reserved_bytes, p.peak_reserved_bytes);
+  }
+  const auto n = static_cast<double>(passes.size());
+  phase.ns_per_op = operations == 0 ? 0.0 : static_cast<double>(elapsed_ns) / static_cast<double>(operations);
+  phase.device_calls_per_iteration = static_cast<double>(calls) / n;
+  phase.host_syncs_per_iteration = static_cast<double>(syncs) / n;
+  phase.cross_stream_reuses_per_iteration = static_cast<double>(reuses) / n;
+  return phase;
+}
+
+}  // namespace
+
+replay_phase first_iteration(const replay_result& result) {
+  return summarize(std::span(result.iterations).first(std::min<std::size_t>(result.iterations.size(), 1)));
+}
+
+replay_phase steady_state(const replay_result& result) {
+  if (result.iterations.size() < 2) return {};
+  return summarize(std::span(result.iterations).subspan(1));
+}
+
+replay_result replay_alloc_trace(const std::vector<trace_event>& events, const Device& device,
+                                 const allocator_options& options, const replay_loop& loop) {
+  loop_replayer replayer(events, device, options, loop);
+  return replayer.run();
 }
 
 }  // namespace streamsafe

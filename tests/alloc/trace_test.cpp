@@ -5,8 +5,10 @@
 #include <utility>
 #include <vector>
 
+#include "streamsafe/alloc/caching_allocator.hpp"
 #include "streamsafe/alloc/trace_replay.hpp"
 #include "streamsafe/error.hpp"
+#include "streamsafe/stream.hpp"
 
 namespace streamsafe {
 namespace {
@@ -70,8 +72,10 @@ TEST(TraceReplay, ReportsProgressEvery65536EventsAndAtTheEnd) {
   }
   const auto events = parse_alloc_trace(text);
   std::vector<std::pair<std::size_t, std::size_t>> calls;
-  (void)replay_alloc_trace(events, Device::sim(), allocator_options{}, replay_free_point::requested,
-                           [&](std::size_t done, std::size_t total) { calls.emplace_back(done, total); });
+  (void)replay_alloc_trace(events, Device::sim(), allocator_options{},
+                           replay_loop{.progress = [&](std::size_t done, std::size_t total) {
+                             calls.emplace_back(done, total);
+                           }});
   const std::vector<std::pair<std::size_t, std::size_t>> expected = {
       {65'536, 140'000}, {131'072, 140'000}, {140'000, 140'000}};
   EXPECT_EQ(calls, expected);
@@ -84,6 +88,144 @@ TEST(TraceReplay, AllocOfALiveAddressNamesTheLine) {
     FAIL() << "accepted a double alloc";
   } catch (const parse_error& e) {
     EXPECT_EQ(e.line(), 3u);
+  }
+}
+
+// A training step: weights (kept: never freed) made in the first pass, activations made and
+// freed in every pass, one of them also used by a second stream.
+const std::string training_step =
+    "action,addr,size,stream\n"
+    "alloc,100,3000000,0\n"             // weights: kept
+    "alloc,1,4000000,0\n"
+    "alloc,2,1000,0\n"
+    "record_stream,2,0,1\n"
+    "free_requested,2,1000,0\n"
+    "alloc,3,6000000,1\n"
+    "free_requested,1,4000000,0\n"
+    "free_requested,3,6000000,1\n"
+    "free_requested,77,512,0\n";      // allocated before the recording: skipped
+
+TEST(TraceLoop, LaterPassesRepeatWhatTheTraceFreesAndKeepTheRest) {
+  const auto events = parse_alloc_trace(training_step);
+  const replay_result r = replay_alloc_trace(events, Device::sim(), allocator_options{}, replay_loop{.iterations = 3});
+  ASSERT_EQ(r.iterations.size(), 3u);
+  EXPECT_EQ(r.iterations[0].operations, 7u);  // 4 allocations, 3 frees
+  EXPECT_EQ(r.iterations[1].operations, 6u);  // the weights stay from the first pass
+  EXPECT_EQ(r.iterations[2].operations, 6u);
+  EXPECT_EQ(r.operations, 19u);
+  for (const replay_iteration& pass : r.iterations) EXPECT_EQ(pass.peak_live_bytes, 3000000u + 4000000 + 6000000);
+  EXPECT_EQ(r.unmatched_frees, 1u);  // counted once, not per pass
+  EXPECT_EQ(r.record_streams, 3u);
+  EXPECT_EQ(r.streams, 2u);
+  EXPECT_EQ(steady_state(r).iterations, 2u);
+  EXPECT_EQ(first_iteration(r).iterations, 1u);
+}
+
+TEST(TraceLoop, AKeptAllocationsAddressMayServeAnEarlierOneInTheNextPass) {
+  // PyTorch reuses addresses: an activation's, then a weight's made late in the step.
+  const auto events = parse_alloc_trace(
+      "action,addr,size,stream\nalloc,5,1000,0\nfree_requested,5,1000,0\nalloc,5,2000,0\n");
+  const replay_result r = replay_alloc_trace(events, Device::sim(), allocator_options{}, replay_loop{.iterations = 3});
+  ASSERT_EQ(r.iterations.size(), 3u);
+  EXPECT_EQ(r.iterations[1].operations, 2u);
+  EXPECT_EQ(r.iterations[2].peak_live_bytes, 3000u);
+}
+
+TEST(TraceLoop, OnePassIsTheTraceAsRecordedAndHasNoSteadyState) {
+  const auto events = parse_alloc_trace(training_step);
+  const replay_result r = replay_alloc_trace(events, Device::sim(), allocator_options{});
+  ASSERT_EQ(r.iterations.size(), 1u);
+  EXPECT_EQ(r.operations, 7u);
+  EXPECT_EQ(steady_state(r).iterations, 0u);
+}
+
+TEST(TraceLoop, CountsTheFirstPassDeviceCallsAndNoneOnceARepeatedLoopSettles) {
+  const auto events = parse_alloc_trace(training_step);
+  for (const segment_kind segments : {segment_kind::expandable, segment_kind::fixed}) {
+    const replay_result r =
+        replay_alloc_trace(events, Device::sim(), allocator_options{.segments = segments}, replay_loop{.iterations = 4});
+    EXPECT_GT(first_iteration(r).device_calls_per_iteration, 0) << "segments " << static_cast<int>(segments);
+    EXPECT_EQ(steady_state(r).device_calls_per_iteration, 0) << "segments " << static_cast<int>(segments);
+    EXPECT_GE(first_iteration(r).peak_reserved_bytes, first_iteration(r).peak_live_bytes);
+    EXPECT_GE(steady_state(r).peak_reserved_bytes, steady_state(r).peak_live_bytes);
+  }
+}
+
+TEST(AllocatorStats, ResetReservedPeakLeavesTheOtherPeaks) {
+  const Device device = Device::sim();
+  Stream stream(device);
+  caching_allocator allocator(device, allocator_options{});
+  allocator.deallocate(allocator.allocate(10u << 20, stream));
+  allocator.empty_cache();
+  allocator.reset_reserved_peak();
+  void* p = allocator.allocate(1u << 20, stream);
+  const allocator_stats s = allocator.stats();
+  EXPECT_EQ(s.reserved_bytes.peak, s.reserved_bytes.current);  // a replay pass's own peak
+  EXPECT_LT(s.reserved_bytes.peak, 10 << 20);
+  EXPECT_GE(s.allocated_bytes.peak, 10 << 20);  // growth decisions read these: untouched
+  allocator.deallocate(p);
+}
+
+TEST(TraceLoop, CountsTheHostSyncOfAPassThatMovesChunks) {
+  // remap with no slack: B does not fit in A's hole, so A's free chunks move to it, after a
+  // synchronization of the stream (work enqueued before may still use A).
+  const auto events = parse_alloc_trace(
+      "action,addr,size,stream\nalloc,1,4194304,0\nalloc,2,2097152,0\nfree_requested,1,4194304,0\n"
+      "alloc,3,6291456,0\nfree_requested,3,6291456,0\n");
+  const replay_result r = replay_alloc_trace(events, Device::sim(), allocator_options{.remap_slack_percent = 0});
+  ASSERT_EQ(r.iterations.size(), 1u);
+  EXPECT_EQ(r.iterations[0].host_syncs, 1u);
+}
+
+TEST(TraceLoop, BusyWorkTouchesEveryNewBlockAndEveryRecordedUseAndStepsEveryKOperations) {
+  const auto events = parse_alloc_trace(training_step);
+  std::size_t touches = 0;
+  std::size_t steps = 0;
+  const replay_loop loop{.iterations = 2,
+                         .work = replay_work{.touch = [&](StreamRef, void*, std::size_t) { ++touches; },
+                                             .step = [&](StreamRef) { ++steps; },
+                                             .step_every = 2}};
+  const replay_result r = replay_alloc_trace(events, Device::sim(), allocator_options{}, loop);
+  EXPECT_EQ(touches, (4u + 1) + (3u + 1));  // allocations and record_streams of both passes
+  EXPECT_EQ(steps, r.operations / 2);
+}
+
+TEST(AllocatorStats, CountsDeviceCallsAndHostSyncs) {
+  const Device device = Device::sim();
+  Stream stream(device);
+  caching_allocator allocator(device, allocator_options{});
+  EXPECT_EQ(allocator.stats().device_calls.total(), 0u);
+  void* p = allocator.allocate(5u << 20, stream);
+  const device_call_counts grown = allocator.stats().device_calls;
+  EXPECT_EQ(grown.reserve, 1u);
+  EXPECT_EQ(grown.create, 3u);  // three 2 MiB chunks
+  EXPECT_EQ(grown.map, 3u);
+  EXPECT_EQ(grown.set_access, 3u);
+  allocator.deallocate(p);
+  EXPECT_EQ(allocator.stats().num_host_syncs, 0u);
+  allocator.empty_cache();
+  const allocator_stats emptied = allocator.stats();
+  EXPECT_EQ(emptied.device_calls.unmap, 3u);
+  EXPECT_EQ(emptied.device_calls.release, 3u);
+  EXPECT_EQ(emptied.num_host_syncs, 1u);  // the one stream, before its chunks went
+}
+
+// settle's placement (here rather than with the growth tests: it is what makes the loop replays
+// above settle): of equal free blocks the lowest address, not the most recently freed.
+TEST(SettleGrowth, PlacesByBestFitLowestAddressFirst) {
+  const Device device = Device::sim();
+  Stream stream(device);
+  for (const expandable_growth growth : {expandable_growth::settle, expandable_growth::map_new}) {
+    caching_allocator allocator(device, allocator_options{.growth = growth});
+    constexpr std::size_t block = 3u << 20;
+    std::vector<void*> blocks;
+    for (int i = 0; i < 5; ++i) blocks.push_back(allocator.allocate(block, stream));
+    allocator.deallocate(blocks[1]);
+    allocator.deallocate(blocks[3]);  // freed last: the bins' first pick
+    void* again = allocator.allocate(block, stream);
+    EXPECT_EQ(again, growth == expandable_growth::settle ? blocks[1] : blocks[3]) << static_cast<int>(growth);
+    allocator.deallocate(again);
+    for (const int i : {0, 2, 4}) allocator.deallocate(blocks[i]);
   }
 }
 

@@ -2,32 +2,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <regex>
 #include <string>
+
+#include "cli_run.hpp"
 
 namespace {
 
-struct run_result {
-  int exit_code;
-  std::string output;
-};
-
-run_result run(const std::string& arguments) {
-  const std::string command = std::string(STREAMSAFE_CLI) + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WEXITSTATUS(status), output};
-}
-
-long figure(const std::string& json, const std::string& key) {
-  std::smatch match;
-  if (!std::regex_search(json, match, std::regex("\"" + key + "\":([0-9]+)"))) return -1;
-  return std::stol(match[1]);
-}
+using streamsafe::cli_test::figure;
+using streamsafe::cli_test::run;
 
 TEST(DemoCli, VersionNamesTheBackends) {
   auto result = run("--version");

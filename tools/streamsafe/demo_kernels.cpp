@@ -1,6 +1,8 @@
 #include "demo_kernels.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "streamsafe/config.hpp"
 
@@ -16,6 +18,16 @@ kernel slow_fill_kernel(std::uint32_t* data, std::size_t count, std::uint32_t va
 #if STREAMSAFE_HAVE_CUDA
   work.cuda = [=](native_stream stream) { cuda_launch::fill(stream, data, count, value, spin_us); };
 #endif
+  return work;
+}
+
+kernel busy_kernel(std::uint32_t* data, unsigned busy_us) {
+  kernel work = slow_fill_kernel(data, 1, 0, busy_us);
+  work.name = "busy";
+  work.sim = [=] {
+    std::this_thread::sleep_for(std::chrono::microseconds(busy_us));
+    data[0] = 0;
+  };
   return work;
 }
 

@@ -16,6 +16,10 @@ kernel fill_kernel(std::uint32_t* data, std::size_t count, std::uint32_t value);
 /// that forgot to wait reads before the write lands. On sim the delay comes from the stream's
 /// pacing (sim_pacing::starved) instead.
 kernel slow_fill_kernel(std::uint32_t* data, std::size_t count, std::uint32_t value, unsigned spin_us = 2000);
+/// Keeps its stream busy for about `busy_us` microseconds, as a training step's compute would,
+/// then writes data[0]: on cuda the spin of slow_fill_kernel, on sim a sleep of the stream's
+/// worker (threaded mode) or of whichever host call runs it (deterministic).
+kernel busy_kernel(std::uint32_t* data, unsigned busy_us);
 /// out[i] = 2 * in[i].
 kernel double_kernel(const std::uint32_t* in, std::uint32_t* out, std::size_t count);
 /// Like copying `count` values from `in` to `out`, after a delay as in slow_fill_kernel.

@@ -1,16 +1,21 @@
-// streamsafe replay TRACE [--backend sim|cuda] [--json] [--free-point requested|completed] [--conf TEXT]:
-// replays an allocation trace (GUIDE.md section 5) through the caching allocator and prints
-// peak live bytes, peak reserved bytes, their ratio, device allocations and ns per op.
+// streamsafe replay TRACE [--backend sim|cuda] [--json] [--free-point requested|completed] [--conf TEXT]
+//                         [--iterations N] [--busy] [--busy-us US] [--busy-every K]:
+// replays an allocation trace (GUIDE.md section 5) through the caching allocator, once or as a
+// training loop, and prints peak live bytes, peak reserved bytes, their ratio, device calls,
+// host synchronizations and ns per op, for the first iteration and the steady state.
 // Exit 0: replayed; 2: bad input (a malformed line names its line number).
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "demo_kernels.hpp"
 #include "progress_line.hpp"
 #include "streamsafe/alloc/allocator_options.hpp"
 #include "streamsafe/alloc/trace_replay.hpp"
@@ -28,6 +33,14 @@ const std::vector<option_spec> replay_options_spec = {
      "requested (default: frees happen when the program asked, our allocator applies its own stream "
      "rules) or completed (when PyTorch made the memory reusable)"},
     {"conf", true, "allocator options as in STREAMSAFE_ALLOC_CONF (default: that variable)"},
+    {"iterations", true,
+     "passes over the trace as a training loop (default 1); later passes repeat the allocations the trace "
+     "frees, those it keeps stay from the first"},
+    {"busy", false,
+     "keep the device busy: a kernel of --busy-us every --busy-every operations, and a fill of each new block "
+     "on its stream (sim: threaded mode)"},
+    {"busy-us", true, "with --busy: microseconds each busy kernel runs (default 100)"},
+    {"busy-every", true, "with --busy: operations between busy kernels (default 100)"},
     {"help", false, "print this help"},
 };
 
@@ -40,8 +53,9 @@ std::string_view free_point_name(replay_free_point point) {
 }
 
 /// sim memory for the replay: twice the trace's peak live bytes (plus slack), capped so the
-/// host can reserve it.
-Device replay_device(const std::string& backend, const std::vector<trace_event>& events) {
+/// host can reserve it. A busy device runs its streams on threads, so that work really runs
+/// beside the host and a synchronization waits for it.
+Device replay_device(const std::string& backend, const std::vector<trace_event>& events, bool busy) {
   if (backend == "cuda") return Device::cuda(0);
   if (backend != "sim") throw usage_error("streamsafe replay: --backend must be sim or cuda, not '" + backend + "'");
   std::uint64_t live = 0;
@@ -50,7 +64,8 @@ Device replay_device(const std::string& backend, const std::vector<trace_event>&
     if (e.action == trace_action::alloc) peak = std::max(peak, live += e.size);
     if (e.action == trace_action::free_requested) live -= std::min(live, e.size);
   }
-  return Device::sim(sim_options{.memory_capacity = peak * 2 + (std::size_t{1} << 30)});
+  return Device::sim(sim_options{.memory_capacity = peak * 2 + (std::size_t{1} << 30),
+                                 .mode = busy ? sim_mode::threaded : sim_mode::deterministic});
 }
 
 /// The segment policy in STREAMSAFE_ALLOC_CONF's words, so a table of runs says which was which.
@@ -60,6 +75,7 @@ std::string policy_of(const allocator_options& options) {
     case expandable_growth::stitch: return "expandable, stitch";
     case expandable_growth::remap: return "expandable, remap";
     case expandable_growth::map_new: return "expandable, map_new";
+    case expandable_growth::settle: return "expandable, settle";
   }
   return "expandable";
 }
@@ -78,20 +94,86 @@ double ratio(std::uint64_t reserved, std::uint64_t live) {
   return live == 0 ? 0.0 : static_cast<double>(reserved) / static_cast<double>(live);
 }
 
-void print_json(const replay_result& r, const Device& device, const std::string& policy) {
+/// The device work of --busy: one scratch word per stream for its busy kernels, device memory
+/// that lives until the replay (and its allocator, which synchronizes the device) is gone.
+class busy_device {
+ public:
+  static constexpr std::size_t slots = 256;
+  static constexpr std::size_t touched_bytes = 4096;
+
+  explicit busy_device(Device device) : device_(std::move(device)) {
+    scratch_ = static_cast<std::uint32_t*>(device_.allocate(slots * sizeof(std::uint32_t)));
+  }
+  busy_device(const busy_device&) = delete;
+  busy_device& operator=(const busy_device&) = delete;
+  ~busy_device() { device_.deallocate(scratch_); }
+
+  replay_work work(unsigned busy_us, std::size_t every) {
+    return replay_work{
+        .touch = [](StreamRef stream, void* ptr, std::size_t bytes) {
+          stream.fill(ptr, 0, std::min(bytes, touched_bytes));
+        },
+        .step = [this, busy_us](StreamRef stream) { stream.launch(demo::busy_kernel(slot_of(stream), busy_us)); },
+        .step_every = every,
+    };
+  }
+
+ private:
+  std::uint32_t* slot_of(StreamRef stream) {
+    const auto [it, added] = slot_.try_emplace(stream.id(), slot_.size() % slots);
+    return scratch_ + it->second;
+  }
+
+  Device device_;
+  std::uint32_t* scratch_ = nullptr;
+  std::map<stream_id, std::size_t> slot_;
+};
+
+struct replay_setup {
+  std::size_t iterations = 1;
+  bool busy = false;
+  unsigned busy_us = 0;
+  std::size_t busy_every = 0;
+};
+
+void print_phase_json(const char* prefix, const replay_phase& p) {
+  std::printf(",\"%s_ns_per_op\":%.1f,\"%s_device_calls_per_iteration\":%.2f,\"%s_syncs_per_iteration\":%.2f,"
+              "\"%s_cross_stream_reuses_per_iteration\":%.2f,\"%s_peak_live_bytes\":%llu,\"%s_peak_reserved_bytes\":%llu,"
+              "\"%s_reserved_over_live\":%.4f",
+              prefix, p.ns_per_op, prefix, p.device_calls_per_iteration, prefix, p.host_syncs_per_iteration, prefix,
+              p.cross_stream_reuses_per_iteration, prefix, static_cast<unsigned long long>(p.peak_live_bytes), prefix,
+              static_cast<unsigned long long>(p.peak_reserved_bytes), prefix,
+              ratio(p.peak_reserved_bytes, p.peak_live_bytes));
+}
+
+void print_json(const replay_result& r, const Device& device, const std::string& policy, const replay_setup& setup) {
   std::printf(
       "{\"device\":\"%s\",\"policy\":\"%s\",\"operations\":%llu,\"streams\":%zu,\"free_point\":\"%s\",\"peak_live_bytes\":%llu,"
       "\"peak_reserved_bytes\":%llu,\"reserved_over_live\":%.4f,\"original_peak_reserved_bytes\":%llu,"
-      "\"original_reserved_over_live\":%.4f,\"device_allocations\":%llu,\"unmatched_frees\":%llu,\"ns_per_op\":%.1f}\n",
+      "\"original_reserved_over_live\":%.4f,\"device_allocations\":%llu,\"unmatched_frees\":%llu,\"ns_per_op\":%.1f,"
+      "\"iterations\":%zu,\"busy\":%s,\"record_streams\":%llu",
       device.name().c_str(), policy.c_str(), static_cast<unsigned long long>(r.operations), r.streams,
       std::string(free_point_name(r.free_point)).c_str(), static_cast<unsigned long long>(r.peak_live_bytes),
       static_cast<unsigned long long>(r.peak_reserved_bytes), ratio(r.peak_reserved_bytes, r.peak_live_bytes),
       static_cast<unsigned long long>(r.original_peak_reserved_bytes),
       ratio(r.original_peak_reserved_bytes, r.peak_live_bytes), static_cast<unsigned long long>(r.device_allocations),
-      static_cast<unsigned long long>(r.unmatched_frees), r.ns_per_op);
+      static_cast<unsigned long long>(r.unmatched_frees), r.ns_per_op, r.iterations.size(),
+      setup.busy ? "true" : "false", static_cast<unsigned long long>(r.record_streams));
+  print_phase_json("first", first_iteration(r));
+  if (r.iterations.size() > 1) print_phase_json("steady", steady_state(r));
+  std::printf("}\n");
 }
 
-void print_text(const std::string& path, const replay_result& r, const Device& device, const std::string& policy) {
+void print_phase_text(const char* name, const replay_phase& p) {
+  constexpr double mib = 1 << 20;
+  std::printf("%-16s %10.1f %14.1f %12.1f %14.1f %9.1f / %9.1f   %.4f\n", name, p.ns_per_op,
+              p.device_calls_per_iteration, p.host_syncs_per_iteration, p.cross_stream_reuses_per_iteration,
+              static_cast<double>(p.peak_reserved_bytes) / mib, static_cast<double>(p.peak_live_bytes) / mib,
+              ratio(p.peak_reserved_bytes, p.peak_live_bytes));
+}
+
+void print_text(const std::string& path, const replay_result& r, const Device& device, const std::string& policy,
+                const replay_setup& setup) {
   constexpr double mib = 1 << 20;
   std::printf("%s: %llu operations on %zu stream(s), replayed on %s\n", path.c_str(),
               static_cast<unsigned long long>(r.operations), r.streams, device.name().c_str());
@@ -111,9 +193,29 @@ void print_text(const std::string& path, const replay_result& r, const Device& d
   std::printf("device allocations: %llu\nhost time: %.1f ns per op\n",
               static_cast<unsigned long long>(r.device_allocations), r.ns_per_op);
   if (r.unmatched_frees != 0) {
-    std::printf("skipped %llu frees of addresses allocated before the trace began\n",
+    std::printf("skipped %llu frees or record_streams of addresses allocated before the trace began\n",
                 static_cast<unsigned long long>(r.unmatched_frees));
   }
+  if (setup.busy) {
+    std::printf("device kept busy: a %u us kernel every %zu operations, a fill of each new block\n", setup.busy_us,
+                setup.busy_every);
+  }
+  std::printf("%zu iteration(s); per iteration:\n", r.iterations.size());
+  std::printf("%-16s %10s %14s %12s %14s %21s   %s\n", "", "ns/op", "device calls", "host syncs", "cross-stream",
+              "reserved / live MiB", "reserved/live");
+  print_phase_text("first iteration", first_iteration(r));
+  if (r.iterations.size() > 1) print_phase_text("steady (2..N)", steady_state(r));
+}
+
+replay_setup setup_of(const args& parsed) {
+  replay_setup setup;
+  setup.iterations = parsed.unsigned_or("iterations", 1);
+  if (setup.iterations == 0) throw usage_error("streamsafe replay: --iterations must be at least 1");
+  setup.busy = parsed.has("busy");
+  setup.busy_us = static_cast<unsigned>(parsed.unsigned_or("busy-us", 100));
+  setup.busy_every = parsed.unsigned_or("busy-every", 100);
+  if (setup.busy && setup.busy_every == 0) throw usage_error("streamsafe replay: --busy-every must be at least 1");
+  return setup;
 }
 
 }  // namespace
@@ -121,7 +223,9 @@ void print_text(const std::string& path, const replay_result& r, const Device& d
 int run_replay(const std::vector<std::string>& argv) {
   const args parsed("replay", argv, replay_options_spec);
   if (parsed.has("help")) {
-    std::cout << usage("replay", "TRACE [--backend sim|cuda] [--json] [--free-point requested|completed] [--conf TEXT]",
+    std::cout << usage("replay",
+                       "TRACE [--backend sim|cuda] [--json] [--free-point requested|completed] [--conf TEXT] "
+                       "[--iterations N] [--busy [--busy-us US] [--busy-every K]]",
                        replay_options_spec);
     return 0;
   }
@@ -136,18 +240,20 @@ int run_replay(const std::vector<std::string>& argv) {
   }
   const allocator_options options =
       parsed.has("conf") ? parse_alloc_conf(*parsed.value("conf")) : alloc_options_from_env();
+  const replay_setup setup = setup_of(parsed);
   const std::vector<trace_event> events = load_alloc_trace(path);
-  const Device device = replay_device(parsed.value_or("backend", "sim"), events);
-  const replay_progress progress = progress_printer(events.size());
-  const replay_result result =
-      replay_alloc_trace(events, device, options,
-                         free_point == "requested" ? replay_free_point::requested : replay_free_point::completed,
-                         progress);
-  if (progress) std::cerr << '\n';
+  const Device device = replay_device(parsed.value_or("backend", "sim"), events, setup.busy);
+  std::optional<busy_device> busy;
+  replay_loop loop{.iterations = setup.iterations,
+                   .free_point = free_point == "requested" ? replay_free_point::requested : replay_free_point::completed,
+                   .progress = progress_printer(events.size() * setup.iterations)};
+  if (setup.busy) loop.work = busy.emplace(device).work(setup.busy_us, setup.busy_every);
+  const replay_result result = replay_alloc_trace(events, device, options, loop);
+  if (loop.progress) std::cerr << '\n';
   if (parsed.has("json")) {
-    print_json(result, device, policy_of(options));
+    print_json(result, device, policy_of(options), setup);
   } else {
-    print_text(path, result, device, policy_of(options));
+    print_text(path, result, device, policy_of(options), setup);
   }
   return 0;
 }

@@ -44,6 +44,13 @@ enum class expandable_growth {
   /// Maps new chunks and keeps free ones mapped until they are released (empty_cache, the
   /// out-of-memory ladder): growth never waits for the stream, reserved never shrinks by itself.
   map_new,
+  /// As map_new (free chunks stay mapped, growth never waits for the stream), and every free
+  /// block is chosen by best fit, the lowest address among equals, blind to which chunks are
+  /// mapped: so a workload that repeats its requests, once its free blocks are as they were
+  /// when an iteration began, takes the same ranges again, all still mapped (no device call).
+  /// Reserved is the union of the chunks one iteration touches: it holds only as well as best
+  /// fit packs (bench/results/alloc_steady_sim.md).
+  settle,
 };
 
 /// Where a small-pool request goes inside a larger free block of an expandable segment.

@@ -30,6 +30,25 @@ struct stat_counter {
   }
 };
 
+/// Calls the allocator made to the device's memory API: on cuda cudaMalloc, cudaFree,
+/// cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemSetAccess,
+/// cuMemUnmap; on sim their stand-ins. A workload in its steady state makes none.
+struct device_call_counts {
+  std::uint64_t malloc = 0;
+  std::uint64_t free = 0;
+  std::uint64_t reserve = 0;
+  std::uint64_t free_range = 0;
+  std::uint64_t create = 0;
+  std::uint64_t release = 0;
+  std::uint64_t map = 0;
+  std::uint64_t set_access = 0;
+  std::uint64_t unmap = 0;
+
+  [[nodiscard]] std::uint64_t total() const noexcept {
+    return malloc + free + reserve + free_range + create + release + map + set_access + unmap;
+  }
+};
+
 /// Per stream every figure is exact. Device-wide (caching_allocator::stats()) currents and
 /// totals are exact sums; peaks of the per-stream quantities (allocated, active, requested and
 /// their counts) are the sum of per-stream peaks, an upper bound that is exact when one stream
@@ -45,12 +64,17 @@ struct allocator_stats {
   std::uint64_t num_alloc_retries = 0;     ///< allocations that went down the OOM ladder
   std::uint64_t num_ooms = 0;              ///< out_of_memory thrown
   std::uint64_t num_sync_all_streams = 0;  ///< times every cached stream was synchronized
+  /// Times the allocator blocked the host on device work: a stream synchronized before chunks
+  /// are moved or memory released (each stream counts), a wait for pending frees. Not counted:
+  /// the device synchronization at destruction.
+  std::uint64_t num_host_syncs = 0;
   std::uint64_t num_device_alloc = 0;      ///< cudaMalloc / cuMemCreate+map calls
   std::uint64_t num_device_free = 0;       ///< cudaFree / unmap calls
   std::uint64_t num_cross_stream_reuses = 0;  ///< segments moved to another stream
   std::uint64_t num_free_fences = 0;       ///< events recorded to hold pending frees (shared, see docs)
   std::int64_t pending_free_bytes = 0;     ///< freed, held until recorded streams finish
   std::int64_t pending_free_blocks = 0;
+  device_call_counts device_calls;  ///< device-wide
 };
 
 }  // namespace streamsafe

@@ -84,6 +84,9 @@ class caching_allocator {
   [[nodiscard]] allocator_stats stats(StreamRef stream) const;
   /// Zeroes the peaks (to the current values) of every counter.
   void reset_peak_stats();
+  /// Sets only reserved_bytes' peak to its current value: for measuring a phase of a workload
+  /// (an iteration) without changing the per-stream peaks that growth decisions read.
+  void reset_reserved_peak();
   /// The live block at `ptr` (as allocate returned it); throws usage_error when not live.
   [[nodiscard]] block_info block_of(const void* ptr) const;
   /// The stream the live block at `ptr` was allocated on; usage_error when not live.

@@ -11,6 +11,7 @@
 
 #include "streamsafe/alloc/allocator_options.hpp"
 #include "streamsafe/device.hpp"
+#include "streamsafe/stream.hpp"
 
 namespace streamsafe {
 
@@ -24,6 +25,8 @@ enum class trace_action {
   segment_unmap,
   oom,
   snapshot,
+  /// streamsafe's extension: `stream` also uses the live block at `addr` (record_stream); size 0.
+  record_stream,
 };
 
 [[nodiscard]] std::string_view to_string(trace_action action) noexcept;
@@ -52,8 +55,30 @@ enum class replay_free_point {
   completed,
 };
 
+/// What one pass over the trace cost.
+struct replay_iteration {
+  std::uint64_t operations = 0;           ///< allocations + frees
+  std::uint64_t peak_live_bytes = 0;      ///< peak of the requested sizes live, kept ones included
+  std::uint64_t peak_reserved_bytes = 0;  ///< the allocator's peak reserved during this pass
+  std::uint64_t device_calls = 0;         ///< allocator_stats::device_calls, all kinds
+  std::uint64_t host_syncs = 0;           ///< allocator_stats::num_host_syncs
+  std::uint64_t cross_stream_reuses = 0;  ///< blocks lent to another stream
+  std::uint64_t elapsed_ns = 0;           ///< host time of the pass
+};
+
+/// Figures of one iteration, or the mean of several (peaks: the highest).
+struct replay_phase {
+  std::size_t iterations = 0;  ///< how many passes these figures cover; 0: none
+  double ns_per_op = 0;
+  double device_calls_per_iteration = 0;
+  double host_syncs_per_iteration = 0;
+  double cross_stream_reuses_per_iteration = 0;
+  std::uint64_t peak_live_bytes = 0;
+  std::uint64_t peak_reserved_bytes = 0;
+};
+
 struct replay_result {
-  std::uint64_t operations = 0;            ///< allocations + frees replayed
+  std::uint64_t operations = 0;            ///< allocations + frees replayed, every iteration
   std::uint64_t peak_live_bytes = 0;       ///< peak of the sum of requested sizes
   std::uint64_t peak_reserved_bytes = 0;   ///< our allocator's peak reserved
   std::uint64_t original_peak_reserved_bytes = 0;  ///< from the trace's segment events; 0 if none
@@ -61,20 +86,48 @@ struct replay_result {
   double ns_per_op = 0;                    ///< host time per replayed operation
   std::size_t streams = 0;
   std::uint64_t unmatched_frees = 0;  ///< frees of addresses the trace never allocated (skipped)
+  std::uint64_t record_streams = 0;   ///< record_stream events replayed, every iteration
   replay_free_point free_point = replay_free_point::requested;
+  std::vector<replay_iteration> iterations;  ///< one per pass, in order
 };
+
+/// The first pass (warm-up: segments reserved, chunks mapped, kept allocations made).
+[[nodiscard]] replay_phase first_iteration(const replay_result& result);
+/// Passes 2..N: what every later iteration of the loop costs (iterations == 0 when N < 2).
+[[nodiscard]] replay_phase steady_state(const replay_result& result);
 
 /// Told now and then how many of the events a replay has gone through, and how many there are.
 using replay_progress = std::function<void(std::size_t done, std::size_t total)>;
 
-/// Replays `events` through a caching_allocator on `device` (one Stream per trace stream id).
-/// Allocations still live at the end are freed; frees of addresses never allocated (the trace
-/// began mid-run) are skipped and counted. Throws parse_error (with the line) for an alloc of an
-/// address that is still live, out_of_memory when the device is too small. `progress`, when
-/// given, is called every 65,536 events and at the end.
+/// Device work a replay puts on its streams, as a training step would, so that a host
+/// synchronization inside the allocator waits for it. Empty members: none of that work.
+struct replay_work {
+  /// After each allocation, on its stream, and after each record_stream, on the recorded stream:
+  /// work that uses the block's bytes.
+  std::function<void(StreamRef stream, void* ptr, std::size_t bytes)> touch;
+  /// Every `step_every` operations, on the stream of the operation: a training step's compute.
+  std::function<void(StreamRef stream)> step;
+  std::size_t step_every = 0;
+};
+
+struct replay_loop {
+  /// Passes over the trace, as a training loop runs its step: the first replays every
+  /// allocation; later ones only those the trace both makes and frees (each with a fresh
+  /// block), while those still live at the end of the trace (weights, optimizer state) stay
+  /// from the first. 1: the trace as recorded.
+  std::size_t iterations = 1;
+  replay_free_point free_point = replay_free_point::requested;
+  replay_work work;
+  /// Called every 65,536 events and at the end of each pass, with the events of all passes.
+  replay_progress progress;
+};
+
+/// Replays `events` through a caching_allocator on `device` (one Stream per trace stream id),
+/// `loop.iterations` times. Allocations still live at the end are freed; frees and
+/// record_streams of addresses not live (the trace began mid-run) are skipped and counted.
+/// Throws parse_error (with the line) for an alloc of an address that is still live,
+/// out_of_memory when the device is too small.
 [[nodiscard]] replay_result replay_alloc_trace(const std::vector<trace_event>& events, const Device& device,
-                                               const allocator_options& options,
-                                               replay_free_point free_point = replay_free_point::requested,
-                                               const replay_progress& progress = {});
+                                               const allocator_options& options, const replay_loop& loop = {});
 
 }  // namespace streamsafe
