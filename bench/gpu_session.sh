@@ -22,13 +22,14 @@ for part in $parts; do
   case $part in
     tests)
       # The suites with cuda variants (the others are CPU-only and bake source paths in).
-      for name in runtime_semantics_test runtime_sim_scheduler_test runtime_threaded_test alloc_rules_test \
-                  alloc_soak_test alloc_thread_stress_test hazard_tracker_tests monitor_collector_tests \
-                  monitor_cupti_backoff_test; do
+      for name in runtime_semantics_test runtime_sim_scheduler_test runtime_threaded_test runtime_observer_test \
+                  alloc_rules_test alloc_reuse_test alloc_lifetime_test alloc_soak_test alloc_thread_stress_test \
+                  hazard_tracker_tests hazard_tracker_query_tests hazard_tracked_allocator_tests \
+                  hazard_tracker_threaded_tests monitor_collector_tests monitor_cupti_backoff_test; do
         t="$bin/$name"
         [ -x "$t" ] || continue
         name=$(basename "$t")
-        "$t" --gtest_brief=1 > "$out/test_$name.txt" 2>&1
+        timeout "${TEST_TIMEOUT:-300}" "$t" --gtest_brief=1 > "$out/test_$name.txt" 2>&1
         echo "$name: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/test_$name.txt" | tr '\n' ' ')"
       done ;;
     demo)

@@ -39,16 +39,16 @@ mutation borrow-skips-wait "$growth" \
 mutation borrow-skips-event-record "$growth" \
   '    lender_done.record(StreamRef(&lender->stream()));' ''
 mutation remap-unmaps-without-sync "$growth" \
-  '        pool.stream().synchronize();' ''
+  'if (!moved.empty()) give_back_memory(pool, moved, true);' 'if (!moved.empty()) give_back_memory(pool, moved, false);'
 mutation release-without-sync "$growth" \
-  '    pool->stream().synchronize();' ''
+  '  give_back_memory(pool, taken, true);' '  give_back_memory(pool, taken, false);'
 mutation unmap-partly-used-chunk "$growth" \
   'const std::size_t first = round_up(offset, s.granularity) / s.granularity;' \
   'const std::size_t first = offset / s.granularity;'
 mutation release-fixed-segment-with-live-blocks "$growth" \
   '} else if (!s->stitched && wholly_free(*s)) {' '} else if (!s->stitched) {'
 mutation drain-skips-wait "$pending" \
-  '      s.in_flight.front().event.synchronize();' ''
+  'waiting[waited].taken.event.synchronize();' ';'
 mutation drain-skips-open-fences "$pending" \
   '    record_open(s);' ''
 mutation poll-reclaims-before-fence "$pending" \
@@ -56,11 +56,11 @@ mutation poll-reclaims-before-fence "$pending" \
 mutation fence-ignores-other-streams "$pending" \
   '    if (--e.fences_left != 0) continue;  // another stream still uses it' '    --e.fences_left;'
 mutation record-stream-drops-stream "$impl" \
-  '    streams.push_back(&recorded);' ''
+  '    streams.push_back(std::move(share));' ''
 mutation fast-path-ignores-recorded-streams "$impl" \
   'if (&user == &owner && b->recorded_streams.empty()) {' 'if (&user == &owner) {'
 mutation lent-block-home-without-borrower "$impl" \
-  '    waits_for.push_back(&user.stream());' ''
+  '    waits_for.push_back(user.stream_share());' ''
 mutation stitch-unmaps-dormant-while-busy "$stitch" \
   '  memory.unmap_finished(false);' '  memory.unmap_finished(true);'
 mutation stitch-frees-chunks-still-mapped "$stitch" \
