@@ -21,7 +21,7 @@ build=${MUTATION_BUILD:-$scratch/build}
 jobs=${JOBS:-$(nproc)}
 test_timeout=${MUTATION_TEST_TIMEOUT:-300}
 # The binaries that run, in order; the first to fail stops the rest.
-test_binaries=(alloc_reuse_test alloc_rules_test)
+test_binaries=(alloc_reuse_test alloc_rules_test alloc_repeat_plan_test)
 
 names=() files=() finds=() replaces=()
 # mutation NAME FILE FIND REPLACE: replaces the one occurrence of the literal text FIND in FILE.
@@ -33,6 +33,7 @@ pending=src/alloc/pending_frees.cpp
 stitch=src/alloc/allocator_stitch.cpp
 uncached=src/alloc/uncached_resource.cpp
 poison=src/alloc/poison_adaptor.cpp
+plan=src/alloc/iteration_plan.cpp
 
 mutation borrow-skips-wait "$growth" \
   '    StreamRef(&pool.stream()).wait(lender_done);' ''
@@ -73,6 +74,12 @@ mutation poison-ignores-recorded-streams "$poison" \
   'for (const std::shared_ptr<detail::StreamImpl>& user : recorded) poisoner.wait(StreamRef(user.get()));' ''
 mutation poison-block-reusable-before-fill "$poison" \
   '  upstream_.record_stream(ptr, poisoner);' ''
+mutation plan-reuse-skips-previous-stream "$plan" \
+  '    add_unique(waits, before.stream, stream);' ''
+mutation plan-reuse-skips-recorded-streams "$plan" \
+  '    for (const auto& r : before.recorded) add_unique(waits, r, stream);' ''
+mutation plan-unmaps-arena-without-sync "$plan" \
+  $'    StreamRef(user).synchronize();\n    host_.note_host_sync();' '    host_.note_host_sync();'
 
 selected=()
 is_selected() {

@@ -69,6 +69,8 @@ void apply(allocator_options& options, std::string_view key, std::string_view va
                                                                  {"remap", expandable_growth::remap},
                                                                  {"map_new", expandable_growth::map_new},
                                                                  {"settle", expandable_growth::settle}});
+  } else if (key == "repeat_plan") {
+    options.repeat_plan = parse_choice<bool>(key, value, {{"on", true}, {"off", false}});
   } else if (key == "remap_slack_percent") {
     options.remap_slack_percent = parse_size(key, value);
   } else if (key == "small_window") {
@@ -82,7 +84,7 @@ void apply(allocator_options& options, std::string_view key, std::string_view va
   } else {
     SS_EXPECTS(false, "STREAMSAFE_ALLOC_CONF: unknown key '", key,
                "' (known: segments, cross_stream, small_request_limit, small_segment, large_segment, "
-               "expandable_reserve, expandable_growth, remap_slack_percent, small_window, small_placement, granularity, "
+               "expandable_reserve, expandable_growth, repeat_plan, remap_slack_percent, small_window, small_placement, granularity, "
                "fence_batch, "
                "fence_batch_bytes, history)");
   }

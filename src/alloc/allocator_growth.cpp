@@ -329,6 +329,11 @@ void caching_allocator_impl::empty_cache() {
 }
 
 void caching_allocator_impl::release_cached() {
+  release_pool_cache();
+  if (plan_ != nullptr) plan_->release_if_unused();
+}
+
+void caching_allocator_impl::release_pool_cache() {
   std::lock_guard ladder(ladder_mutex_);
   retire_abandoned();
   {

@@ -37,6 +37,7 @@ struct block {
   bool awaiting_merge = false;  // listed in its pool's deferred merges (see stream_pool::cache)
   segment* owner = nullptr;
   stream_pool* user = nullptr;  // the allocation stream's pool (another stream's when borrowed)
+  std::uint64_t sequence = 0;   // the repeat plan's number for its allocation (iteration_plan.hpp)
   block* prev = nullptr;  // address order within the segment
   block* next = nullptr;
   block* prev_free = nullptr;  // bin list

@@ -53,6 +53,10 @@ caching_allocator_impl::caching_allocator_impl(const Device& device, allocator_o
              "caching_allocator: small_request_limit must not exceed small_segment_bytes");
   options_.expandable_reserve_bytes = round_up(options_.expandable_reserve_bytes, options_.granularity);
   history_.resize(options_.history_capacity);
+  if (expandable_ && options_.repeat_plan) {
+    plan_host& host = *this;
+    plan_ = std::make_unique<iteration_plan>(*source_, events_, options_.granularity, host, options_.observer);
+  }
 }
 
 caching_allocator_impl::~caching_allocator_impl() {
@@ -224,6 +228,17 @@ void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
   stream_pool& pool = pool_for(stream_impl);
   guessed_pool = {token_, &pool};
   const std::size_t rounded = round_request(bytes);
+  std::uint64_t sequence = 0;
+  if (plan_ != nullptr) {
+    const iteration_plan::served from_plan = plan_->allocate(rounded, bytes, stream_impl);
+    if (from_plan.ptr != nullptr) {
+      const auto address = reinterpret_cast<std::uintptr_t>(from_plan.ptr);
+      if (options_.history_capacity != 0) remember(trace_action::alloc, address, bytes, stream_impl.id());
+      if (options_.observer != nullptr) options_.observer->on_allocate(from_plan.ptr, bytes, stream_impl.id());
+      return from_plan.ptr;
+    }
+    sequence = from_plan.sequence;
+  }
   const pool_kind kind = kind_for(rounded);
   block* b = nullptr;
   {
@@ -236,6 +251,7 @@ void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
     }
   }
   if (b == nullptr) b = allocate_slow(pool, kind, rounded, bytes);
+  b->sequence = sequence;  // read only at its free, which the caller orders after this return
   if (options_.history_capacity != 0) remember(trace_action::alloc, b->address, bytes, stream_impl.id());
   if (options_.observer != nullptr) options_.observer->on_allocate(reinterpret_cast<void*>(b->address), bytes, stream_impl.id());
   return reinterpret_cast<void*>(b->address);
@@ -268,7 +284,25 @@ caching_allocator_impl::locked_block caching_allocator_impl::lock_live(const voi
 
 void caching_allocator_impl::deallocate(void* ptr) {
   if (ptr == nullptr) return;
+  if (planned(ptr)) {
+    deallocate_planned(ptr);
+    return;
+  }
+  const std::uint64_t sequence = deallocate_pooled(ptr);
+  if (plan_ != nullptr) plan_->pool_freed(sequence);
+}
+
+void caching_allocator_impl::deallocate_planned(void* ptr) {
+  if (options_.history_capacity != 0) {
+    const block_info b = plan_->block_of(ptr);
+    remember(trace_action::free_requested, reinterpret_cast<std::uintptr_t>(ptr), b.size, b.stream);
+  }
+  plan_->deallocate(ptr);
+}
+
+std::uint64_t caching_allocator_impl::deallocate_pooled(void* ptr) {
   auto [b, owner_lock] = lock_live(ptr, "deallocate", lookup::unlist);
+  const std::uint64_t sequence = b->sequence;
   stream_pool& owner = *b->owner->owner;
   stream_pool& user = *b->user;
   // Told before the block can be reused, so no one hears of its next allocation first.
@@ -284,9 +318,10 @@ void caching_allocator_impl::deallocate(void* ptr) {
     note_freed(owner.stats, *b);
     note_inactive(owner.stats, b->size);
     owner.cache(b);
-    return;
+    return sequence;
   }
   free_pending(b, owner, std::move(owner_lock));
+  return sequence;
 }
 
 void caching_allocator_impl::free_pending(block* b, stream_pool& owner, std::unique_lock<spin_mutex> owner_lock) {
@@ -314,6 +349,12 @@ void caching_allocator_impl::record_stream(void* ptr, StreamRef stream) {
   StreamImpl& recorded = stream.impl();
   SS_EXPECTS(&recorded.device() == &device_.impl(), "caching_allocator::record_stream(", ptr, "): stream '",
              recorded.name(), "' belongs to another device");
+  if (planned(ptr)) {
+    if (plan_->record_stream(ptr, recorded) && options_.observer != nullptr) {
+      options_.observer->on_record_stream(ptr, recorded.id());
+    }
+    return;
+  }
   std::shared_ptr<StreamImpl> share = share_of(recorded);  // taken before the lock: an atomic add
   {
     auto [b, lock] = lock_live(ptr, "record_stream", lookup::find);
@@ -366,11 +407,13 @@ void caching_allocator_impl::remember(trace_action action, std::uintptr_t addres
 }
 
 block_info caching_allocator_impl::block_of(const void* ptr) const {
+  if (planned(ptr)) return plan_->block_of(ptr);
   const auto [b, lock] = lock_live(ptr, "block_of", lookup::find);
   return {reinterpret_cast<void*>(b->address), b->size, b->requested, b->user->stream().id()};
 }
 
 StreamRef caching_allocator_impl::allocation_stream(const void* ptr) const {
+  if (planned(ptr)) return plan_->allocation_stream(ptr);
   const auto [b, lock] = lock_live(ptr, "allocation_stream", lookup::find);
   return StreamRef(&b->user->stream());
 }
@@ -401,6 +444,7 @@ allocator_stats caching_allocator_impl::stats() const {
     total.allocation.merge(pool->stats.allocation);
     total.active.merge(pool->stats.active);
   }
+  if (plan_ != nullptr) plan_->add_stats(total);
   return total;
 }
 

@@ -1,5 +1,5 @@
 // The mechanics behind caching_allocator (include/streamsafe/alloc/caching_allocator.hpp).
-// Lock order: ladder_mutex_, retire_mutex_, a stream_pool's growth mutex, pools_mutex_, a
+// Lock order: the repeat plan's mutex (iteration_plan.hpp), ladder_mutex_, retire_mutex_, a stream_pool's growth mutex, pools_mutex_, a
 // stream_pool's (spin) mutex, then (leaf locks) stats_mutex_, history_mutex_, owners_' lock, the
 // memory source's own lock. Two stream_pool locks are never held together; pending_frees' mutex
 // is never held while taking another. Device calls that map, unmap, allocate, free, record or
@@ -26,6 +26,7 @@
 
 #include "alloc/block.hpp"
 #include "alloc/counting_memory_source.hpp"
+#include "alloc/iteration_plan.hpp"
 #include "alloc/memory_source.hpp"
 #include "alloc/pending_frees.hpp"
 #include "alloc/segment_owners.hpp"
@@ -42,10 +43,10 @@ namespace streamsafe::detail {
 /// What to try when a request cannot be met, in order (the out-of-memory ladder).
 enum class ladder_step { reclaim_completed, release_cached, wait_for_pending };
 
-class caching_allocator_impl {
+class caching_allocator_impl final : private plan_host {
  public:
   caching_allocator_impl(const Device& device, allocator_options options);
-  ~caching_allocator_impl();
+  ~caching_allocator_impl() override;
 
   void* allocate(std::size_t bytes, StreamRef stream);
   void deallocate(void* ptr);
@@ -89,6 +90,10 @@ class caching_allocator_impl {
   /// table), else in the pool owning the segment there. Throws usage_error naming `call`.
   [[nodiscard]] locked_block lock_live(const void* ptr, const char* call, lookup how) const;
   void free_pending(block* b, stream_pool& owner, std::unique_lock<spin_mutex> owner_lock);
+  /// Frees a pool block; its repeat-plan sequence number.
+  std::uint64_t deallocate_pooled(void* ptr);
+  void deallocate_planned(void* ptr);
+  [[nodiscard]] bool planned(const void* ptr) const noexcept { return plan_ != nullptr && plan_->owns(ptr); }
 
   // Slow path.
   [[nodiscard]] block* allocate_slow(stream_pool& pool, pool_kind kind, std::size_t rounded, std::size_t requested);
@@ -167,6 +172,9 @@ class caching_allocator_impl {
   void undo_growth(stream_pool& pool, block* b, const std::vector<std::size_t>& mapped, segment* fresh);
   void run(ladder_step step);
   void release_cached();
+  // plan_host: what the repeat plan asks of the allocator.
+  void release_pool_cache() override;
+  [[nodiscard]] std::uint64_t device_calls() const override { return source_->counts().total(); }
   void release_free_memory(stream_pool& pool);
   [[nodiscard]] std::size_t chunks_to_move(const stream_pool& pool, const block& fresh) const;  // holds pool.mutex
   void wait_for_pending();
@@ -178,8 +186,8 @@ class caching_allocator_impl {
   static void note_allocated(allocator_stats& stats, const block& b, std::size_t requested) noexcept;
   static void note_freed(allocator_stats& stats, const block& b) noexcept;
   static void note_inactive(allocator_stats& stats, std::size_t bytes) noexcept;
-  void note_reserved(std::int64_t bytes, std::int64_t segments);
-  void note_host_sync();
+  void note_reserved(std::int64_t bytes, std::int64_t segments) override;
+  void note_host_sync() override;
   void remember(trace_action action, std::uintptr_t address, std::size_t bytes, stream_id stream);
 
   Device device_;
@@ -207,6 +215,8 @@ class caching_allocator_impl {
   std::size_t history_next_ = 0;
 
   std::mutex ladder_mutex_;  // one thread at a time releases memory
+
+  std::unique_ptr<iteration_plan> plan_;  // null when off or without mapping; destroyed first
 };
 
 }  // namespace streamsafe::detail

@@ -125,7 +125,12 @@ replay_result loop_replayer::run() {
   if (loop_.progress) loop_.progress(events_done_, events_done_);
   result.unmatched_frees = unmatched_;
   result.record_streams = record_streams_;
-  result.device_allocations = allocator_.stats().num_device_alloc;
+  const allocator_stats end = allocator_.stats();
+  result.device_allocations = end.num_device_alloc;
+  result.plan_activations = end.num_plan_activations;
+  result.plan_derailments = end.num_plan_derailments;
+  result.planned_allocations = end.num_planned_allocations;
+  result.plan_arena_bytes = end.plan_arena_bytes;
   result.ns_per_op =
       result.operations == 0 ? 0.0 : static_cast<double>(elapsed_ns) / static_cast<double>(result.operations);
   return result;

@@ -151,17 +151,31 @@ void print_json(const replay_result& r, const Device& device, const std::string&
       "{\"device\":\"%s\",\"policy\":\"%s\",\"operations\":%llu,\"streams\":%zu,\"free_point\":\"%s\",\"peak_live_bytes\":%llu,"
       "\"peak_reserved_bytes\":%llu,\"reserved_over_live\":%.4f,\"original_peak_reserved_bytes\":%llu,"
       "\"original_reserved_over_live\":%.4f,\"device_allocations\":%llu,\"unmatched_frees\":%llu,\"ns_per_op\":%.1f,"
-      "\"iterations\":%zu,\"busy\":%s,\"record_streams\":%llu",
+      "\"iterations\":%zu,\"busy\":%s,\"record_streams\":%llu,\"plan_activations\":%llu,\"plan_derailments\":%llu,"
+      "\"planned_allocations\":%llu,\"plan_arena_bytes\":%llu",
       device.name().c_str(), policy.c_str(), static_cast<unsigned long long>(r.operations), r.streams,
       std::string(free_point_name(r.free_point)).c_str(), static_cast<unsigned long long>(r.peak_live_bytes),
       static_cast<unsigned long long>(r.peak_reserved_bytes), ratio(r.peak_reserved_bytes, r.peak_live_bytes),
       static_cast<unsigned long long>(r.original_peak_reserved_bytes),
       ratio(r.original_peak_reserved_bytes, r.peak_live_bytes), static_cast<unsigned long long>(r.device_allocations),
       static_cast<unsigned long long>(r.unmatched_frees), r.ns_per_op, r.iterations.size(),
-      setup.busy ? "true" : "false", static_cast<unsigned long long>(r.record_streams));
+      setup.busy ? "true" : "false", static_cast<unsigned long long>(r.record_streams),
+      static_cast<unsigned long long>(r.plan_activations), static_cast<unsigned long long>(r.plan_derailments),
+      static_cast<unsigned long long>(r.planned_allocations), static_cast<unsigned long long>(r.plan_arena_bytes));
   print_phase_json("first", first_iteration(r));
   if (r.iterations.size() > 1) print_phase_json("steady", steady_state(r));
-  std::printf("}\n");
+  std::printf(",\"per_iteration\":[");
+  for (std::size_t i = 0; i < r.iterations.size(); ++i) {
+    const replay_iteration& it = r.iterations[i];
+    std::printf("%s{\"ns_per_op\":%.1f,\"device_calls\":%llu,\"host_syncs\":%llu,\"cross_stream_reuses\":%llu,"
+                "\"peak_reserved_bytes\":%llu,\"peak_live_bytes\":%llu}",
+                i == 0 ? "" : ",",
+                it.operations == 0 ? 0.0 : static_cast<double>(it.elapsed_ns) / static_cast<double>(it.operations),
+                static_cast<unsigned long long>(it.device_calls), static_cast<unsigned long long>(it.host_syncs),
+                static_cast<unsigned long long>(it.cross_stream_reuses),
+                static_cast<unsigned long long>(it.peak_reserved_bytes), static_cast<unsigned long long>(it.peak_live_bytes));
+  }
+  std::printf("]}\n");
 }
 
 void print_phase_text(const char* name, const replay_phase& p) {
@@ -192,6 +206,11 @@ void print_text(const std::string& path, const replay_result& r, const Device& d
   }
   std::printf("device allocations: %llu\nhost time: %.1f ns per op\n",
               static_cast<unsigned long long>(r.device_allocations), r.ns_per_op);
+  if (r.plan_activations != 0 || r.plan_derailments != 0) {
+    std::printf("repeat plan: %llu activation(s), %llu derailment(s), %llu allocations served from a %.1f MiB arena\n",
+                static_cast<unsigned long long>(r.plan_activations), static_cast<unsigned long long>(r.plan_derailments),
+                static_cast<unsigned long long>(r.planned_allocations), static_cast<double>(r.plan_arena_bytes) / mib);
+  }
   if (r.unmatched_frees != 0) {
     std::printf("skipped %llu frees or record_streams of addresses allocated before the trace began\n",
                 static_cast<unsigned long long>(r.unmatched_frees));

@@ -92,6 +92,12 @@ struct allocator_options {
   /// space grows with what the stream uses (at most twice it) and never starts at the device's size.
   std::size_t expandable_reserve_bytes = 0;
   expandable_growth growth = expandable_growth::remap;
+  /// With expandable segments: a workload that repeats its requests (a training loop) is served,
+  /// once a period of them has been seen twice and the last one still made device calls, from
+  /// one arena planned for the whole period (docs/allocator.md, "Steady state"): no device call
+  /// and no synchronization per iteration after that, and the arena packs the period's blocks
+  /// by their known lifetimes. A request off the plan hands everything back to the pools.
+  bool repeat_plan = true;
   /// With growth remap: free chunks are moved only once the stream's reserved bytes would pass
   /// its peak allocated bytes plus this percentage; below, new chunks are mapped (no
   /// synchronization). 0 moves whenever a free chunk can be moved.

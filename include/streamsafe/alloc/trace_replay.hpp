@@ -87,6 +87,11 @@ struct replay_result {
   std::size_t streams = 0;
   std::uint64_t unmatched_frees = 0;  ///< frees of addresses the trace never allocated (skipped)
   std::uint64_t record_streams = 0;   ///< record_stream events replayed, every iteration
+  /// The repeat plan at the end (allocator_stats' num_plan_* and plan_arena_bytes).
+  std::uint64_t plan_activations = 0;
+  std::uint64_t plan_derailments = 0;
+  std::uint64_t planned_allocations = 0;
+  std::uint64_t plan_arena_bytes = 0;
   replay_free_point free_point = replay_free_point::requested;
   std::vector<replay_iteration> iterations;  ///< one per pass, in order
 };

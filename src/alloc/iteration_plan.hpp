@@ -1,0 +1,176 @@
+// The allocator's steady state for a workload that repeats itself (a training loop, a server
+// replaying the same batch shapes): once a period of its requests has been seen twice
+// (repeat_detector.hpp), every block of the period gets a fixed offset in one mapped arena,
+// planned for the whole period at once (offset_planner.hpp). From then on, each request that
+// matches the plan is served from its offset: no device call, no synchronization, and the arena
+// is little more than the most bytes the period ever has live, where an online policy pays for
+// the holes its early choices leave. A request that does not match ends the plan ("derails"):
+// the pools serve everything again, and the arena goes back to the device once its blocks are
+// freed and the cache is emptied (or it serves a later plan of the same period again).
+//
+// Ordering. Blocks of the plan that share bytes follow each other in the period. A block's first
+// use is ordered after every stream that used the bytes before, on the device: when a previous
+// occupant was allocated on another stream, or recorded on one (record_stream), the new block's
+// stream waits on an event recorded on that stream at the new allocation (as when a stream
+// borrows another's cache). Same-stream reuse needs nothing, as in the pools.
+//
+// Lifetime. A freed block's bytes stay out of use until the plan's next block on them is
+// allocated; the streams it was used on are kept (shared) until then.
+//
+// Threads. One mutex serializes the plan; while recording, a thread that finds it busy skips
+// logging and the log starts over (interleaved threads do not repeat), so the pools' per-stream
+// locks are never waited on behind it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "alloc/memory_source.hpp"
+#include "alloc/repeat_detector.hpp"
+#include "runtime/stream_impl.hpp"
+#include "streamsafe/alloc/allocator_stats.hpp"
+#include "streamsafe/alloc/caching_allocator.hpp"
+#include "streamsafe/event_pool.hpp"
+
+namespace streamsafe {
+class allocator_observer;
+}
+
+namespace streamsafe::detail {
+
+/// What the plan needs from the allocator around it.
+class plan_host {
+ public:
+  virtual ~plan_host() = default;
+  /// Gives the pools' free memory back to the device (before the arena is mapped, so reserved
+  /// never holds both).
+  virtual void release_pool_cache() = 0;
+  virtual void note_reserved(std::int64_t bytes, std::int64_t segments) = 0;
+  virtual void note_host_sync() = 0;
+  [[nodiscard]] virtual std::uint64_t device_calls() const = 0;
+};
+
+class iteration_plan {
+ public:
+  iteration_plan(memory_source& source, EventPool& events, std::size_t granularity, plan_host& host,
+                 allocator_observer* observer);
+  /// Synchronizes the streams that used the arena, then gives it back.
+  ~iteration_plan();
+  iteration_plan(const iteration_plan&) = delete;
+  iteration_plan& operator=(const iteration_plan&) = delete;
+
+  struct served {
+    void* ptr = nullptr;         // from the arena; nullptr: the pools serve the request
+    std::uint64_t sequence = 0;  // for a pool block: give it to pool_freed at its free
+  };
+  /// A request of `rounded` bytes (`requested` asked) on `stream`.
+  [[nodiscard]] served allocate(std::size_t rounded, std::size_t requested, StreamImpl& stream);
+  /// Whether `ptr` lies in the arena (then deallocate, record_stream and block_of go here).
+  [[nodiscard]] bool owns(const void* ptr) const noexcept;
+  /// Frees an arena block; usage_error, changing nothing, when `ptr` is not one live.
+  void deallocate(void* ptr);
+  /// A pool block numbered `sequence` by allocate was freed (after the pool took it back).
+  void pool_freed(std::uint64_t sequence);
+  /// `stream` also uses the arena block at `ptr`; false when it already was known to.
+  bool record_stream(void* ptr, StreamImpl& stream);
+  [[nodiscard]] block_info block_of(const void* ptr) const;
+  [[nodiscard]] StreamRef allocation_stream(const void* ptr) const;
+  /// Adds the arena's blocks and the plan's counters to `total`.
+  void add_stats(allocator_stats& total) const;
+  /// The arena goes back to the device when none of its blocks is live (empty_cache, the
+  /// out-of-memory ladder), after synchronizing the streams that used it; the plan is dropped.
+  void release_if_unused();
+
+ private:
+  enum class phase : std::uint8_t { recording, settled, active, derailed };
+  enum class slot_state : std::uint8_t { free, live, freeing };
+  struct planned_block {
+    std::size_t offset = 0;
+    std::size_t bytes = 0;
+    std::size_t requested = 0;
+    slot_state state = slot_state::free;
+    std::uint64_t allocated_at = 0;  // sequence number of the live instance
+    std::shared_ptr<StreamImpl> stream;                  // of the last instance
+    std::vector<std::shared_ptr<StreamImpl>> recorded;   // of the last instance
+  };
+  struct occupied {
+    std::size_t end = 0;
+    std::size_t block = 0;
+  };
+  struct plan_book {
+    std::vector<request> requests;        // one period, from phase 0
+    std::vector<std::uint64_t> lifetimes;
+    std::vector<std::size_t> block_at;    // for each planned alloc of the period: its block
+    std::uint64_t first_sequence = 0;     // sequence number of a phase-0 request
+  };
+  struct arena {
+    std::uintptr_t base = 0;
+    std::size_t bytes = 0;
+  };
+  static constexpr std::size_t unplanned = ~std::size_t{0};
+
+  served log_alloc(std::size_t rounded, StreamImpl& stream);
+  void log_free(std::uint64_t allocated_at);
+  /// A free while active: the plan's next request, or the plan derails.
+  void note_free(std::uint64_t allocated_at);
+  served allocate_active(std::size_t rounded, std::size_t requested, StreamImpl& stream,
+                         std::vector<std::shared_ptr<StreamImpl>>& waits);
+  void after_period_found();
+  /// With a period found: whether `next` (the request about to be numbered) is its first; if
+  /// so the plan starts (or the pools settle), else the period is rejected.
+  [[nodiscard]] bool begin_with(const request& next);
+  void activate(repeating_period period);
+  void settle();
+  void restart_recording();
+  [[nodiscard]] bool same_plan(const repeating_period& period) const;
+  [[nodiscard]] bool map_arena(std::size_t bytes);
+  void release_arena();
+  void derail();
+  /// Takes the bytes of block `index` for an allocation on `stream`: the streams it must wait for
+  /// go to `waits`. False, changing nothing, when an earlier occupant is still live.
+  [[nodiscard]] bool occupy(std::size_t index, StreamImpl& stream, std::vector<std::shared_ptr<StreamImpl>>& waits);
+  /// The block live at `ptr`; usage_error naming `call` when none. Caller holds mutex_.
+  [[nodiscard]] std::size_t live_index(const void* ptr, const char* call) const;
+  [[nodiscard]] bool unused() const noexcept { return live_blocks_ == 0; }
+  [[nodiscard]] std::vector<StreamImpl*> arena_users() const;
+  /// Orders `stream` after `waits` on the device (unlocked); on failure the block is free again.
+  void order_after(void* ptr, std::size_t bytes, StreamImpl& stream, const std::vector<std::shared_ptr<StreamImpl>>& waits);
+  [[nodiscard]] std::size_t expected_phase() const {
+    return static_cast<std::size_t>((sequence_ + 1 - book_.first_sequence) % book_.requests.size());
+  }
+  [[nodiscard]] const request& expected() const { return book_.requests[expected_phase()]; }
+
+  memory_source& source_;
+  EventPool& events_;
+  std::size_t granularity_;
+  plan_host& host_;
+  allocator_observer* observer_;
+
+  std::atomic<phase> phase_{phase::recording};
+  std::atomic<bool> disturbed_{false};
+  std::atomic<std::uintptr_t> arena_base_{0};
+  std::atomic<std::size_t> arena_bytes_{0};
+  std::uint64_t settled_calls_ = 0;
+
+  mutable std::mutex mutex_;
+  std::uint64_t sequence_ = 0;  // of the last request noted
+  repeat_detector detector_;
+  std::optional<repeating_period> found_;  // waits for the next request to begin it
+  plan_book book_;
+  arena arena_;
+  std::vector<planned_block> blocks_;
+  std::map<std::size_t, occupied> occupants_;  // arena offset -> the last block on [offset, end)
+  std::size_t live_blocks_ = 0;
+  allocator_stats stats_;  // the arena's blocks
+  std::uint64_t activations_ = 0;
+  std::uint64_t derailments_ = 0;
+  std::uint64_t planned_requests_ = 0;
+};
+
+}  // namespace streamsafe::detail

@@ -1,0 +1,38 @@
+// Offsets for blocks whose lifetimes are known in advance (one period of a repeating workload),
+// so that blocks alive at the same time never share bytes and the whole takes little more than
+// the most bytes ever alive together: the allocator's static plan (iteration_plan.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace streamsafe::detail {
+
+/// A block of `bytes`, alive from request `start` for `length` requests of a period: on a circle,
+/// so a lifetime may run past the period's end into the start of the next.
+struct cyclic_lifetime {
+  std::size_t bytes = 0;
+  std::uint64_t start = 0;
+  std::uint64_t length = 0;
+};
+
+struct offset_plan {
+  std::vector<std::size_t> offsets;  // one per block, in the order given
+  std::size_t footprint = 0;         // bytes from 0 to the end of the highest block
+};
+
+/// Greedy by size: the largest block first, each at the lowest offset where it overlaps no
+/// block already placed whose lifetime overlaps its own. Offsets are multiples of 512 when the
+/// sizes are. Each block is compared only with the blocks whose lifetimes overlap its own (found
+/// by one sweep), so the cost follows how many blocks live together, not n^2.
+[[nodiscard]] offset_plan plan_offsets(std::span<const cyclic_lifetime> blocks, std::uint64_t period);
+
+/// Whether two lifetimes of a period overlap.
+[[nodiscard]] bool overlap_in_time(const cyclic_lifetime& a, const cyclic_lifetime& b, std::uint64_t period) noexcept;
+
+/// The most bytes alive at one request of the period: no plan's footprint is below it.
+[[nodiscard]] std::size_t peak_live_bytes(std::span<const cyclic_lifetime> blocks, std::uint64_t period);
+
+}  // namespace streamsafe::detail

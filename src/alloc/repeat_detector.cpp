@@ -1,0 +1,172 @@
+#include "alloc/repeat_detector.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace streamsafe::detail {
+
+namespace {
+
+constexpr std::uint64_t window = 32;        // requests hashed together
+constexpr std::uint64_t sample_mask = 63;   // about one window in 64 is remembered
+constexpr std::uint64_t base = 0x100000001b3ull;
+
+constexpr std::uint64_t power(std::uint64_t b, std::uint64_t e) {
+  std::uint64_t r = 1;
+  while (e-- != 0) r *= b;
+  return r;
+}
+constexpr std::uint64_t base_to_window = power(base, window);
+
+std::uint64_t mix(std::uint64_t x) noexcept {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+std::uint64_t key_of(const request& r) noexcept {
+  if (r.kind == request_kind::free) return mix(r.distance * 2 + 1);
+  return mix(mix(r.bytes * 2) ^ static_cast<std::uint64_t>(r.stream));
+}
+
+}  // namespace
+
+repeat_detector::repeat_detector(std::size_t capacity) : capacity_(std::max<std::size_t>(capacity, 4 * window)) {}
+
+void repeat_detector::note_alloc(std::uint64_t sequence, std::size_t bytes, stream_id stream,
+                                 std::uint64_t device_calls) {
+  append(sequence, request{request_kind::alloc, bytes, stream, 0}, static_cast<std::int64_t>(bytes), device_calls);
+}
+
+std::uint16_t repeat_detector::stream_index(stream_id stream) {
+  const auto it = std::find(streams_.begin(), streams_.end(), stream);
+  if (it != streams_.end()) return static_cast<std::uint16_t>(it - streams_.begin());
+  streams_.push_back(stream);
+  return static_cast<std::uint16_t>(streams_.size() - 1);
+}
+
+request repeat_detector::request_of(const logged& entry) const {
+  if (entry.kind == request_kind::free) return request{request_kind::free, 0, stream_id{}, entry.value};
+  return request{request_kind::alloc, entry.value, streams_[entry.stream], 0};
+}
+
+void repeat_detector::note_free(std::uint64_t sequence, std::uint64_t allocated_by, std::uint64_t device_calls) {
+  std::uint64_t distance = unknown_distance;
+  std::int64_t delta = 0;
+  if (logged_here(allocated_by) && sequence == next_) {
+    logged& alloc = at(allocated_by);
+    distance = sequence - allocated_by;
+    alloc.freed_after = distance <= UINT32_MAX ? static_cast<std::uint32_t>(distance) : 0;
+    delta = -static_cast<std::int64_t>(alloc.value);
+  }
+  append(sequence, request{request_kind::free, 0, stream_id{}, distance}, delta, device_calls);
+}
+
+void repeat_detector::reject() {
+  if (period_ != 0) rejected_.push_back(period_);
+  period_ = 0;
+  ready_ = false;
+}
+
+void repeat_detector::restart() {
+  rejected_.clear();
+  log_.clear();
+  windows_.clear();
+  streams_.clear();
+  window_hash_ = 0;
+  period_ = 0;
+  ready_ = false;
+  next_ = 0;
+}
+
+void repeat_detector::append(std::uint64_t sequence, const request& r, std::int64_t live_delta,
+                             std::uint64_t device_calls) {
+  if (sequence != next_ || log_.size() >= capacity_ || streams_.size() > UINT16_MAX) {
+    restart();
+    live_delta = r.kind == request_kind::alloc ? live_delta : 0;
+  }
+  if (log_.empty()) first_ = sequence;
+  next_ = sequence + 1;
+  const std::int64_t live = (log_.empty() ? 0 : log_.back().live_bytes) + live_delta;
+  const bool alloc = r.kind == request_kind::alloc;
+  log_.push_back(logged{key_of(r), alloc ? r.bytes : r.distance, live, device_calls, 0, alloc ? stream_index(r.stream) : std::uint16_t{0},
+                        r.kind});
+  window_hash_ = window_hash_ * base + log_.back().key;
+  if (log_.size() > window) window_hash_ -= log_[log_.size() - 1 - window].key * base_to_window;
+  if (period_ != 0) confirm(sequence);
+  if (log_.size() >= window) look_for_period(sequence);
+}
+
+void repeat_detector::look_for_period(std::uint64_t latest) {
+  if ((mix(window_hash_) & sample_mask) != 0) return;
+  const auto [it, fresh] = windows_.try_emplace(window_hash_, latest);
+  if (fresh || period_ != 0) return;
+  const std::uint64_t seen = std::exchange(it->second, latest);  // the next sighting compares with this one
+  const std::uint64_t period = latest - seen;
+  // A period explains the whole log: its first sighting is within a few periods of the log's
+  // start (warm-up requests come first; a stretch that repeats inside a longer period, such as
+  // decode steps of one shape, is seen first long after the log began). And it holds whole
+  // lifetimes: what it allocates it frees, so live memory is back where it was (layers repeating
+  // inside a forward pass keep adding activations; a first pass also allocates the weights).
+  if (period < 2 * window || seen - first_ > 4 * period) return;
+  if (std::find(rejected_.begin(), rejected_.end(), period) != rejected_.end()) return;
+  if (at(latest).live_bytes == at(seen).live_bytes) propose(latest, period);
+}
+
+void repeat_detector::propose(std::uint64_t latest, std::uint64_t period) {
+  std::uint64_t least = latest + 1 - period;
+  for (std::uint64_t s = least; s <= latest; ++s) {
+    if (at(s).live_bytes < at(least).live_bytes) least = s;
+  }
+  // The period is cut from its point of least live memory on; every request of the cut must
+  // equal the one a period before: those logged already are compared now, the rest as they come.
+  std::uint64_t start_at = least + period;
+  while (start_at + 1 < first_ + 2 * period) start_at += period;
+  for (std::uint64_t s = start_at + 1 - period; s <= latest; ++s) {
+    if (!at(s).same(at(s - period))) return;
+  }
+  period_ = period;
+  start_at_ = start_at;
+}
+
+void repeat_detector::confirm(std::uint64_t latest) {
+  if (!at(latest).same(at(latest - period_))) {
+    period_ = 0;
+    return;
+  }
+  if (latest == start_at_) ready_ = true;
+}
+
+std::uint64_t repeat_detector::lifetime_of(std::uint64_t sequence) const {
+  for (const std::uint64_t instance : {sequence, sequence - period_}) {
+    if (!logged_here(instance)) continue;
+    const std::uint64_t after = at(instance).freed_after;
+    if (after != 0 && after < period_) return after;
+  }
+  return 0;
+}
+
+repeating_period repeat_detector::cut_period() {
+  repeating_period out;
+  const std::uint64_t first = start_at_ + 1 - period_;
+  out.requests.reserve(period_);
+  out.lifetimes.reserve(period_);
+  for (std::uint64_t s = first; s <= start_at_; ++s) {
+    out.requests.push_back(request_of(at(s)));
+    out.lifetimes.push_back(at(s).kind == request_kind::alloc ? lifetime_of(s) : 0);
+  }
+  out.device_calls = at(start_at_).device_calls - at(start_at_ - period_).device_calls;
+  out.first_sequence = start_at_ + 1;
+  return out;
+}
+
+std::optional<repeating_period> repeat_detector::take_period() {
+  if (!ready_) return std::nullopt;
+  repeating_period out = cut_period();
+  ready_ = false;
+  return out;
+}
+
+}  // namespace streamsafe::detail

@@ -1,0 +1,111 @@
+// Finds the period of a workload that repeats its allocations (a training loop, a replayed batch
+// of requests): the allocator's requests are logged as a sequence, windows of it are hashed, and a
+// window seen before proposes a period, which the requests that follow must confirm one by one.
+// Then it names the point of the period with the least memory live: a plan for the period starts
+// there (iteration_plan.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "streamsafe/stream.hpp"
+
+namespace streamsafe::detail {
+
+enum class request_kind : std::uint8_t { alloc, free };
+
+/// Sentinel distance: the free of a block allocated before the log began.
+inline constexpr std::uint64_t unknown_distance = ~std::uint64_t{0};
+
+/// One request as the allocator saw it. A free names its block by how many requests ago the
+/// block was allocated, so the same loop gives the same requests in every iteration.
+struct request {
+  request_kind kind = request_kind::alloc;
+  std::size_t bytes = 0;  // rounded; allocs only
+  stream_id stream{};     // allocs only
+  std::uint64_t distance = 0;  // frees only
+  friend bool operator==(const request&, const request&) = default;
+};
+
+/// One period of the workload, starting at its point of least live memory.
+struct repeating_period {
+  std::vector<request> requests;
+  /// For each request that is an allocation: how many requests later its free comes (its
+  /// lifetime), or 0 when not known or not shorter than the period (such blocks are not planned).
+  std::vector<std::uint64_t> lifetimes;
+  std::uint64_t device_calls = 0;  // made during the last period seen
+  std::uint64_t first_sequence = 0;  // the sequence number of requests[0] in the next period
+};
+
+/// Not thread-safe: the caller serializes (a workload that interleaves threads does not repeat).
+class repeat_detector {
+ public:
+  /// Keeps at most `capacity` requests (40 bytes each): a period of up to a third of it is found.
+  explicit repeat_detector(std::size_t capacity = std::size_t{1} << 20);
+
+  /// Logs request number `sequence` (the caller numbers every request from 1, one by one; a gap
+  /// starts the log over): an allocation of `bytes` (rounded) on `stream`. `device_calls`: the
+  /// allocator's device calls so far.
+  void note_alloc(std::uint64_t sequence, std::size_t bytes, stream_id stream, std::uint64_t device_calls);
+  /// Logs request number `sequence`: the free of the block allocated by request `allocated_by`
+  /// (0: one the caller did not number).
+  void note_free(std::uint64_t sequence, std::uint64_t allocated_by, std::uint64_t device_calls);
+
+  /// After a note: the period, when the request just logged ends one at its point of least live
+  /// memory and the period has been confirmed; once. The caller then either takes it (and starts
+  /// the detector over) or, when the next request is not the period's first, rejects it.
+  [[nodiscard]] std::optional<repeating_period> take_period();
+  /// The period last taken was not one (the repetition ended where it seemed to begin again, as
+  /// a run of identical layers does): its length is not proposed again until restart.
+  void reject();
+
+  /// Forgets everything (the workload changed, or threads interleave); the log starts again at
+  /// the next request noted.
+  void restart();
+
+ private:
+  struct logged {
+    std::uint64_t key = 0;          // hash of the request
+    std::uint64_t value = 0;        // bytes of an alloc, distance of a free
+    std::int64_t live_bytes = 0;    // live bytes of logged blocks after it
+    std::uint64_t device_calls = 0;  // the allocator's, when it was logged
+    std::uint32_t freed_after = 0;  // allocs: distance to their free once seen (0: not yet, or too far)
+    std::uint16_t stream = 0;       // allocs: index in streams_
+    request_kind kind = request_kind::alloc;
+    [[nodiscard]] bool same(const logged& other) const noexcept {
+      return key == other.key && value == other.value && kind == other.kind && stream == other.stream;
+    }
+  };
+  [[nodiscard]] std::uint16_t stream_index(stream_id stream);
+  [[nodiscard]] request request_of(const logged& entry) const;
+  void append(std::uint64_t sequence, const request& r, std::int64_t live_delta, std::uint64_t device_calls);
+  void look_for_period(std::uint64_t latest);
+  void propose(std::uint64_t latest, std::uint64_t period);
+  void confirm(std::uint64_t latest);
+  [[nodiscard]] logged& at(std::uint64_t sequence) { return log_[sequence - first_]; }
+  [[nodiscard]] const logged& at(std::uint64_t sequence) const { return log_[sequence - first_]; }
+  [[nodiscard]] bool logged_here(std::uint64_t sequence) const noexcept {
+    return sequence >= first_ && sequence < next_;
+  }
+  [[nodiscard]] repeating_period cut_period();
+  [[nodiscard]] std::uint64_t lifetime_of(std::uint64_t sequence) const;
+
+  std::size_t capacity_;
+  std::vector<logged> log_;
+  std::uint64_t first_ = 0;  // sequence number of log_[0]
+  std::uint64_t next_ = 0;   // expected next; 0 before the first
+  std::uint64_t window_hash_ = 0;
+  std::unordered_map<std::uint64_t, std::uint64_t> windows_;  // sampled window hash -> first end
+  std::vector<stream_id> streams_;  // the streams of logged allocations
+  // The period being confirmed: 0 when none.
+  std::uint64_t period_ = 0;
+  std::uint64_t confirmed_from_ = 0;  // first request checked against the one a period before
+  std::uint64_t start_at_ = 0;        // the period is cut when this request is logged
+  bool ready_ = false;
+  std::vector<std::uint64_t> rejected_;  // period lengths that ended at their own start
+};
+
+}  // namespace streamsafe::detail

@@ -1,0 +1,285 @@
+// The repeat plan (src/alloc/iteration_plan.hpp) with device work still queued when its arena's
+// bytes pass from one block to the next (reuse_oracle.hpp): a block planned over bytes another
+// stream used, or that were recorded on another stream, is ordered after that stream's work;
+// a request off the plan hands back to the pools; the arena is unmapped only after its work.
+// The plan is driven directly, with a host whose every request "makes a device call", so the
+// plan is always worth taking; the pools are a second allocator.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "alloc/iteration_plan.hpp"
+#include "alloc/memory_source.hpp"
+#include "backends.hpp"
+#include "reuse_oracle.hpp"
+#include "streamsafe/alloc/caching_allocator.hpp"
+#include "streamsafe/event_pool.hpp"
+
+namespace streamsafe {
+namespace {
+
+using detail::iteration_plan;
+using testing::reuse_oracle;
+using testing::test_backend;
+
+constexpr std::size_t kib = 1024;
+constexpr std::size_t mib = 1024 * kib;
+constexpr std::uint32_t old_data = 0x0DDA7A00;
+constexpr std::uint32_t late_data = 0x1A7E1A7E;
+constexpr std::uint32_t new_data = 0x0E3D0E3D;
+
+class always_growing_host final : public detail::plan_host {
+ public:
+  void release_pool_cache() override { ++pool_releases; }
+  void note_reserved(std::int64_t bytes, std::int64_t /*segments*/) override { reserved += bytes; }
+  void note_host_sync() override { ++host_syncs; }
+  [[nodiscard]] std::uint64_t device_calls() const override { return ++calls_; }
+  int pool_releases = 0;
+  std::int64_t reserved = 0;
+  int host_syncs = 0;
+
+ private:
+  mutable std::uint64_t calls_ = 0;
+};
+
+/// One request of a loop's iteration: an allocation of `bytes` on stream `stream` (0: a, 1:
+/// late), or (bytes == 0) the free of the allocation made by request `frees`.
+struct step {
+  std::size_t bytes = 0;
+  int stream = 0;
+  std::size_t frees = 0;
+};
+
+class PlanFixture : public ::testing::TestWithParam<test_backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == test_backend::cuda && Device::cuda_device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device here (the cuda variant runs on a GPU machine)";
+    }
+    parts_.emplace(testing::make_device(GetParam(), 1, 256 * mib));
+  }
+
+  /// `steps` with `fillers` small blocks (allocated and freed on a) in front: a period long
+  /// enough for the detector's windows.
+  static std::vector<step> with_fillers(const std::vector<step>& steps, std::size_t fillers = 400) {
+    std::vector<step> out;
+    std::mt19937 rng(11);
+    for (std::size_t i = 0; i < fillers; ++i) {
+      out.push_back({512 * (1 + rng() % 64), 0, 0});
+      out.push_back({0, 0, out.size() - 1});
+    }
+    const std::size_t shift = out.size();
+    for (step s : steps) {
+      if (s.bytes == 0) s.frees += shift;
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  struct live_block {
+    void* ptr = nullptr;
+    bool planned = false;
+    std::uint64_t sequence = 0;
+    std::size_t bytes = 0;
+  };
+  StreamRef stream(int which) { return which == 0 ? StreamRef(parts_->a) : StreamRef(parts_->late); }
+
+  void* allocate(std::size_t bytes, int which, live_block& out) {
+    const iteration_plan::served s = parts_->plan.allocate(bytes, bytes, stream(which).impl());
+    out = {s.ptr, s.ptr != nullptr, s.sequence, bytes};
+    if (out.ptr == nullptr) out.ptr = parts_->pools.allocate(bytes, stream(which));
+    return out.ptr;
+  }
+  void deallocate(const live_block& b) {
+    if (b.planned) {
+      parts_->plan.deallocate(b.ptr);
+    } else {
+      parts_->pools.deallocate(b.ptr);
+      parts_->plan.pool_freed(b.sequence);
+    }
+  }
+  /// Runs one iteration; `at` (when set) is called after each request with its index.
+  template <typename At>
+  std::vector<live_block> iterate(const std::vector<step>& steps, At at) {
+    std::vector<live_block> blocks(steps.size());
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].bytes != 0) {
+        allocate(steps[i].bytes, steps[i].stream, blocks[i]);
+      } else {
+        at(i, true);
+        deallocate(blocks[steps[i].frees]);
+      }
+      at(i, false);
+    }
+    return blocks;
+  }
+  std::vector<live_block> iterate(const std::vector<step>& steps) {
+    return iterate(steps, [](std::size_t, bool) {});
+  }
+  /// Iterations until the plan serves: it must, by the third.
+  void warm_up(const std::vector<step>& steps) {
+    for (int i = 0; i < 3; ++i) iterate(steps);
+    allocator_stats s;
+    parts_->plan.add_stats(s);
+    ASSERT_EQ(s.num_plan_activations, 1u) << "the plan starts after its period was seen twice";
+  }
+  [[nodiscard]] allocator_stats plan_stats() const {
+    allocator_stats s;
+    parts_->plan.add_stats(s);
+    return s;
+  }
+
+  struct parts {
+    explicit parts(const Device& d)
+        : device(d),
+          oracle(d),
+          a(d, {.name = "a"}),
+          late(d, testing::slow_stream("late")),
+          source(detail::make_memory_source(d)),
+          events(d),
+          pools(d, allocator_options{.repeat_plan = false}),
+          plan(*source, events, 2 * mib, host, nullptr) {}
+    Device device;
+    reuse_oracle oracle;
+    Stream a;
+    Stream late;
+    std::unique_ptr<detail::memory_source> source;
+    EventPool events;
+    always_growing_host host;
+    caching_allocator pools;
+    iteration_plan plan;
+  };
+  std::optional<parts> parts_;
+};
+
+TEST_P(PlanFixture, AfterTwoPeriodsEveryPlannedRequestIsServedFromTheArena) {
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {2 * mib, 0, 0}, {0, 0, 0}, {3 * mib, 0, 0}, {0, 0, 1},
+                                                 {0, 0, 3}});
+  warm_up(steps);
+  const std::vector<live_block> blocks = iterate(steps);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].bytes != 0) EXPECT_TRUE(blocks[i].planned) << "request " << i;
+  }
+  const allocator_stats s = plan_stats();
+  EXPECT_EQ(s.num_plan_derailments, 0u);
+  EXPECT_EQ(s.allocated_bytes.current, 0);
+  // The three large blocks: 4 and 2 live together, then 2 and 3: 6 MiB, not 9.
+  EXPECT_LE(s.plan_arena_bytes, 8 * mib);
+  EXPECT_EQ(parts_->host.pool_releases, 1) << "the pools' cache goes back before the arena is mapped";
+}
+
+TEST_P(PlanFixture, ABlockPlannedOverAnotherStreamsBytesWaitsForItsWork) {
+  // A 1 MiB block on the lagging stream, freed; then a 1 MiB block on a: the plan puts both at
+  // the same bytes, so a must wait for late's queued work first.
+  const std::vector<step> steps = with_fillers({{1 * mib, 1, 0}, {0, 0, 0}, {1 * mib, 0, 0}, {0, 0, 2}});
+  warm_up(steps);
+  const std::size_t first = steps.size() - 4;
+  void* old_ptr = nullptr;
+  std::vector<live_block> blocks(steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const step& s = steps[i];
+    if (s.bytes != 0) {
+      allocate(s.bytes, s.stream, blocks[i]);
+      if (i == first) {
+        old_ptr = blocks[i].ptr;
+        reuse_oracle::write(parts_->late, old_ptr, s.bytes, old_data);
+        parts_->oracle.late_read(parts_->late, old_ptr, s.bytes, old_data);
+        parts_->oracle.late_write(parts_->late, old_ptr, s.bytes, late_data);
+      }
+      if (i == first + 2) {
+        ASSERT_TRUE(blocks[first].planned && blocks[i].planned);
+        ASSERT_EQ(blocks[i].ptr, old_ptr) << "the plan shares the bytes (else this test sees nothing)";
+        parts_->oracle.claim(parts_->a, blocks[i].ptr, s.bytes, new_data);
+        EXPECT_TRUE(parts_->oracle.settle());
+      }
+    } else {
+      deallocate(blocks[s.frees]);
+    }
+  }
+  EXPECT_GE(plan_stats().num_cross_stream_reuses, 1u);
+}
+
+TEST_P(PlanFixture, ABlockPlannedOverBytesRecordedOnAnotherStreamWaitsForIt) {
+  // Both blocks on a; the first is also used on late (record_stream) before its free.
+  const std::vector<step> steps = with_fillers({{1 * mib, 0, 0}, {0, 0, 0}, {1 * mib, 0, 0}, {0, 0, 2}});
+  warm_up(steps);
+  const std::size_t first = steps.size() - 4;
+  std::vector<live_block> blocks(steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const step& s = steps[i];
+    if (s.bytes == 0) {
+      deallocate(blocks[s.frees]);
+      continue;
+    }
+    allocate(s.bytes, s.stream, blocks[i]);
+    if (i == first) {
+      reuse_oracle::write(parts_->a, blocks[i].ptr, s.bytes, old_data);
+      parts_->late.wait(parts_->a);
+      parts_->oracle.late_read(parts_->late, blocks[i].ptr, s.bytes, old_data);
+      parts_->oracle.late_write(parts_->late, blocks[i].ptr, s.bytes, late_data);
+      ASSERT_TRUE(blocks[i].planned);
+      EXPECT_TRUE(parts_->plan.record_stream(blocks[i].ptr, parts_->late.impl()));
+    }
+    if (i == first + 2) {
+      ASSERT_EQ(blocks[i].ptr, blocks[first].ptr) << "the plan shares the bytes (else this test sees nothing)";
+      parts_->oracle.claim(parts_->a, blocks[i].ptr, s.bytes, new_data);
+      EXPECT_TRUE(parts_->oracle.settle());
+    }
+  }
+}
+
+TEST_P(PlanFixture, ARequestOffThePlanHandsBackToThePoolsAndTheArenaGoesOnlyAfterItsWork) {
+  std::vector<step> steps = with_fillers({{1 * mib, 1, 0}, {0, 0, 0}, {2 * mib, 0, 0}, {0, 0, 2}});
+  warm_up(steps);
+  std::vector<step> changed = steps;
+  changed[changed.size() - 2].bytes = 3 * mib;  // the second large block asks for more
+  std::vector<live_block> blocks(changed.size());
+  const std::size_t first = changed.size() - 4;
+  for (std::size_t i = 0; i < changed.size(); ++i) {
+    const step& s = changed[i];
+    if (s.bytes == 0) {
+      deallocate(blocks[s.frees]);
+      continue;
+    }
+    allocate(s.bytes, s.stream, blocks[i]);
+    if (i == first) {
+      ASSERT_TRUE(blocks[i].planned);
+      parts_->oracle.late_write(parts_->late, blocks[i].ptr, s.bytes, late_data);  // queued on the lagging stream
+    }
+  }
+  EXPECT_FALSE(blocks[changed.size() - 2].planned) << "a request off the plan goes to the pools";
+  EXPECT_EQ(plan_stats().num_plan_derailments, 1u);
+  const int syncs = parts_->host.host_syncs;
+  parts_->plan.release_if_unused();  // the late write may still be queued: it must land first
+  EXPECT_GT(parts_->host.host_syncs, syncs);
+  EXPECT_EQ(parts_->host.reserved, 0);
+  EXPECT_TRUE(parts_->oracle.settle());
+}
+
+TEST_P(PlanFixture, FreeingAnArenaBlockTwiceIsAClearErrorAndChangesNothing) {
+  const std::vector<step> steps = with_fillers({{1 * mib, 0, 0}, {0, 0, 0}});
+  warm_up(steps);
+  const std::vector<live_block> blocks = iterate(steps);
+  const live_block& freed = blocks[steps.size() - 2];
+  ASSERT_TRUE(freed.planned);
+  try {
+    parts_->plan.deallocate(freed.ptr);
+    ADD_FAILURE() << "a second free must throw";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("not a live allocation"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(plan_stats().allocated_bytes.current, 0);
+  EXPECT_TRUE(iterate(steps)[steps.size() - 2].planned) << "the plan goes on";
+  EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PlanFixture,
+                         ::testing::Values(test_backend::sim_deterministic, test_backend::sim_threaded, test_backend::cuda),
+                         [](const ::testing::TestParamInfo<test_backend>& info) { return testing::to_string(info.param); });
+
+}  // namespace
+}  // namespace streamsafe

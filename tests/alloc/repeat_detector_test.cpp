@@ -1,0 +1,174 @@
+// The repeat detector finds a workload's period and the point of least live memory in it, and
+// the offset planner packs a period's blocks without two live ones sharing bytes.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "alloc/offset_planner.hpp"
+#include "alloc/repeat_detector.hpp"
+
+namespace streamsafe::detail {
+namespace {
+
+/// One iteration of a training-loop-like workload: activations allocated in a forward pass and
+/// freed in reverse in the backward pass, a few temporaries freed at once; sizes vary.
+struct loop_shape {
+  std::vector<std::size_t> sizes;
+};
+
+loop_shape random_loop(unsigned seed, std::size_t layers) {
+  std::mt19937 rng(seed);
+  loop_shape shape;
+  for (std::size_t i = 0; i < layers; ++i) shape.sizes.push_back(512 * (1 + rng() % 4096));
+  return shape;
+}
+
+class feeder {
+ public:
+  explicit feeder(repeat_detector& d) : d_(d) {}
+  std::uint64_t alloc(std::size_t bytes, std::uint64_t stream = 1) {
+    d_.note_alloc(++seq_, bytes, stream_id{stream}, calls);
+    return seq_;
+  }
+  void free(std::uint64_t allocated_at) { d_.note_free(++seq_, allocated_at, calls); }
+  /// Runs one iteration; the period if the detector gave one at any request.
+  std::optional<repeating_period> iteration(const loop_shape& shape) {
+    std::optional<repeating_period> found;
+    const auto take = [&] {
+      if (auto p = d_.take_period()) found = std::move(p);
+    };
+    std::vector<std::uint64_t> live;
+    for (std::size_t bytes : shape.sizes) {
+      live.push_back(alloc(bytes));
+      take();
+      const std::uint64_t temp = alloc(bytes / 2 + 512);
+      take();
+      free(temp);
+      take();
+    }
+    while (!live.empty()) {
+      free(live.back());
+      live.pop_back();
+      take();
+    }
+    return found;
+  }
+  std::uint64_t calls = 0;
+
+ private:
+  repeat_detector& d_;
+  std::uint64_t seq_ = 0;
+};
+
+TEST(RepeatDetector, FindsTheIterationOfALoopAndStartsItWhereNothingIsLive) {
+  repeat_detector detector;
+  feeder feed(detector);
+  const loop_shape shape = random_loop(1, 200);
+  feed.calls = 10;
+  EXPECT_FALSE(feed.iteration(shape).has_value());  // seen once: nothing to compare with
+  std::optional<repeating_period> found = feed.iteration(shape);
+  ASSERT_TRUE(found.has_value()) << "a period seen twice is found by the end of its second pass";
+  const std::size_t per_iteration = shape.sizes.size() * 4;
+  EXPECT_EQ(found->requests.size(), per_iteration);
+  EXPECT_EQ(found->requests.front().kind, request_kind::alloc) << "starts after the last free of an iteration";
+  EXPECT_EQ(found->requests.front().bytes, shape.sizes.front());
+  // Every block of the period is freed inside it: all have lifetimes.
+  std::size_t planned = 0;
+  for (std::size_t t = 0; t < found->requests.size(); ++t) {
+    if (found->requests[t].kind == request_kind::alloc) {
+      EXPECT_GT(found->lifetimes[t], 0u) << "at " << t;
+      ++planned;
+    }
+  }
+  EXPECT_EQ(planned, shape.sizes.size() * 2);
+  EXPECT_EQ(found->first_sequence, 2 * per_iteration + 1);
+}
+
+TEST(RepeatDetector, CountsTheDeviceCallsOfTheLastPeriodOnly) {
+  repeat_detector detector;
+  feeder feed(detector);
+  const loop_shape shape = random_loop(2, 100);
+  feed.calls = 500;  // the first iteration grows
+  (void)feed.iteration(shape);
+  std::optional<repeating_period> found = feed.iteration(shape);  // no growth in the second
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->device_calls, 0u);
+}
+
+TEST(RepeatDetector, AChangedIterationIsNoPeriod) {
+  repeat_detector detector;
+  feeder feed(detector);
+  loop_shape a = random_loop(3, 100);
+  loop_shape b = a;
+  b.sizes[70] += 512;  // the second pass differs late, after its window matched
+  (void)feed.iteration(a);
+  EXPECT_FALSE(feed.iteration(b).has_value());
+  const std::optional<repeating_period> third = feed.iteration(a);
+  EXPECT_FALSE(third.has_value()) << "a against b: the change is seen again; found "
+                                  << (third ? third->requests.size() : 0) << " first " << (third ? third->first_sequence : 0);
+}
+
+TEST(RepeatDetector, LayersRepeatingInsideAPassAreNotTheirPeriod) {
+  repeat_detector detector;
+  feeder feed(detector);
+  loop_shape same_layers;
+  same_layers.sizes.assign(300, 4096);  // every layer alike: windows recur inside the pass
+  (void)feed.iteration(same_layers);
+  std::optional<repeating_period> found = feed.iteration(same_layers);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->requests.size(), same_layers.sizes.size() * 4) << "the whole pass, not one layer";
+}
+
+TEST(RepeatDetector, AGapInTheNumberingStartsOver) {
+  repeat_detector detector;
+  const loop_shape shape = random_loop(4, 100);
+  feeder feed(detector);
+  (void)feed.iteration(shape);
+  detector.restart();
+  EXPECT_FALSE(feed.iteration(shape).has_value());
+  EXPECT_TRUE(feed.iteration(shape).has_value());
+}
+
+TEST(OffsetPlanner, BlocksLiveTogetherNeverShareBytesAndThePlanIsNearThePeak) {
+  std::mt19937 rng(7);
+  const std::uint64_t period = 5000;
+  std::vector<cyclic_lifetime> blocks;
+  for (int i = 0; i < 1500; ++i) {
+    blocks.push_back({512 * (1 + rng() % 2048), rng() % period, 1 + rng() % (period / 4)});
+  }
+  const offset_plan plan = plan_offsets(blocks, period);
+  ASSERT_EQ(plan.offsets.size(), blocks.size());
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    EXPECT_EQ(plan.offsets[i] % 512, 0u);
+    EXPECT_LE(plan.offsets[i] + blocks[i].bytes, plan.footprint);
+    for (std::size_t j = i + 1; j < blocks.size(); ++j) {
+      if (!overlap_in_time(blocks[i], blocks[j], period)) continue;
+      const bool apart = plan.offsets[i] + blocks[i].bytes <= plan.offsets[j] ||
+                         plan.offsets[j] + blocks[j].bytes <= plan.offsets[i];
+      ASSERT_TRUE(apart) << "blocks " << i << " and " << j << " live together and overlap";
+    }
+  }
+  const std::size_t peak = peak_live_bytes(blocks, period);
+  EXPECT_GE(plan.footprint, peak);
+  EXPECT_LE(static_cast<double>(plan.footprint), 1.10 * static_cast<double>(peak));
+}
+
+TEST(OffsetPlanner, LifetimesWrapAroundThePeriodsEnd) {
+  const std::uint64_t period = 100;
+  // Alive from 90 to 110, that is 90..100 and 0..10: it overlaps a block at 5, not one at 50.
+  const cyclic_lifetime wraps{1024, 90, 20};
+  EXPECT_TRUE(overlap_in_time(wraps, {512, 5, 2}, period));
+  EXPECT_FALSE(overlap_in_time(wraps, {512, 50, 10}, period));
+  EXPECT_TRUE(overlap_in_time({512, 5, 2}, wraps, period));
+  const std::vector<cyclic_lifetime> blocks{wraps, {1024, 5, 2}, {1024, 50, 10}};
+  const offset_plan plan = plan_offsets(blocks, period);
+  EXPECT_NE(plan.offsets[0], plan.offsets[1]);
+  EXPECT_EQ(plan.footprint, 2048u);
+  EXPECT_EQ(peak_live_bytes(blocks, period), 2048u);
+}
+
+}  // namespace
+}  // namespace streamsafe::detail
