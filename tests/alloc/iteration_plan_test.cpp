@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "alloc/iteration_plan.hpp"
@@ -275,6 +276,36 @@ TEST_P(PlanFixture, FreeingAnArenaBlockTwiceIsAClearErrorAndChangesNothing) {
   EXPECT_EQ(plan_stats().allocated_bytes.current, 0);
   EXPECT_TRUE(iterate(steps)[steps.size() - 2].planned) << "the plan goes on";
   EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+}
+
+TEST_P(PlanFixture, ThreadsThatInterleaveOnAnActivePlanEndItAndLoseNothing) {
+  const std::vector<step> steps = with_fillers({{1 * mib, 0, 0}, {0, 0, 0}});
+  warm_up(steps);
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 4; ++t) {
+    threads.emplace_back([this, t] {
+      std::mt19937 rng(t);
+      std::vector<live_block> mine;
+      for (int i = 0; i < 2000; ++i) {
+        if (mine.empty() || rng() % 2 == 0) {
+          live_block b;
+          allocate(512 * (1 + rng() % 64), 0, b);
+          mine.push_back(b);
+        } else {
+          deallocate(mine.back());
+          mine.pop_back();
+        }
+      }
+      for (const live_block& b : mine) deallocate(b);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const allocator_stats s = plan_stats();
+  EXPECT_EQ(s.allocated_bytes.current, 0);
+  EXPECT_EQ(s.allocation.current, 0);
+  EXPECT_GE(s.num_plan_derailments, 1u) << "requests of four threads are not the plan's";
+  parts_->plan.release_if_unused();
+  EXPECT_EQ(parts_->host.reserved, 0) << "an unused arena goes back";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, PlanFixture,
