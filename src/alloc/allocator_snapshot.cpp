@@ -39,7 +39,10 @@ void write_stats(std::ostream& out, const allocator_stats& s) {
       << ",\"num_sync_all_streams\":" << s.num_sync_all_streams << ",\"num_device_alloc\":" << s.num_device_alloc
       << ",\"num_device_free\":" << s.num_device_free << ",\"num_cross_stream_reuses\":" << s.num_cross_stream_reuses << ",\"num_free_fences\":" << s.num_free_fences
       << ",\"pending_free_bytes\":" << s.pending_free_bytes << ",\"pending_free_blocks\":" << s.pending_free_blocks
-      << ",\"num_host_syncs\":" << s.num_host_syncs << ",\"device_calls\":" << s.device_calls.total() << '}';
+      << ",\"num_host_syncs\":" << s.num_host_syncs << ",\"device_calls\":" << s.device_calls.total()
+      << ",\"num_plan_activations\":" << s.num_plan_activations << ",\"num_plan_derailments\":" << s.num_plan_derailments
+      << ",\"num_planned_allocations\":" << s.num_planned_allocations << ",\"plan_arena_bytes\":" << s.plan_arena_bytes
+      << '}';
 }
 
 void write_segment(std::ostream& out, const segment& s, stream_id stream) {
@@ -56,6 +59,19 @@ void write_segment(std::ostream& out, const segment& s, stream_id stream) {
   out << "]}";
 }
 
+/// The repeat plan's arena as one segment of pool "plan": its live blocks (each with its stream).
+void write_arena(std::ostream& out, const iteration_plan::arena_view& arena) {
+  out << "{\"address\":" << arena.base << ",\"size\":" << arena.bytes << ",\"mapped_bytes\":" << arena.bytes
+      << ",\"pool\":\"plan\",\"expandable\":true,\"stitched\":false,\"blocks\":[";
+  for (std::size_t i = 0; i < arena.live.size(); ++i) {
+    const block_info& b = arena.live[i];
+    out << (i == 0 ? "" : ",") << "{\"address\":" << reinterpret_cast<std::uintptr_t>(b.base) << ",\"size\":" << b.size
+        << ",\"requested\":" << b.requested << ",\"stream\":" << static_cast<std::uint64_t>(b.stream)
+        << ",\"state\":\"live\",\"mapped\":true}";
+  }
+  out << "]}";
+}
+
 }  // namespace
 
 std::string caching_allocator_impl::snapshot_json() const {
@@ -68,6 +84,13 @@ std::string caching_allocator_impl::snapshot_json() const {
       if (!first) out << ',';
       first = false;
       write_segment(out, *s, pool->stream().id());
+    }
+  }
+  if (plan_ != nullptr) {
+    const iteration_plan::arena_view arena = plan_->view();
+    if (arena.bytes != 0) {
+      if (!first) out << ',';
+      write_arena(out, arena);
     }
   }
   out << "],\"stats\":";

@@ -395,6 +395,17 @@ StreamRef iteration_plan::allocation_stream(const void* ptr) const {
   return StreamRef(blocks_[live_index(ptr, "allocation_stream")].stream.get());
 }
 
+iteration_plan::arena_view iteration_plan::view() const {
+  std::lock_guard lock(mutex_);
+  arena_view out{arena_.base, arena_.bytes, {}};
+  for (const planned_block& b : blocks_) {
+    if (b.state != slot_state::free) {
+      out.live.push_back({reinterpret_cast<void*>(arena_.base + b.offset), b.bytes, b.requested, b.stream->id()});
+    }
+  }
+  return out;
+}
+
 void iteration_plan::add_stats(allocator_stats& total) const {
   std::lock_guard lock(mutex_);
   total.allocated_bytes.merge(stats_.allocated_bytes);

@@ -81,6 +81,13 @@ class iteration_plan {
   bool record_stream(void* ptr, StreamImpl& stream);
   [[nodiscard]] block_info block_of(const void* ptr) const;
   [[nodiscard]] StreamRef allocation_stream(const void* ptr) const;
+  /// The arena and its live blocks, for snapshots (bytes == 0: no arena).
+  struct arena_view {
+    std::uintptr_t base = 0;
+    std::size_t bytes = 0;
+    std::vector<block_info> live;
+  };
+  [[nodiscard]] arena_view view() const;
   /// Adds the arena's blocks and the plan's counters to `total`.
   void add_stats(allocator_stats& total) const;
   /// The arena goes back to the device when none of its blocks is live (empty_cache, the

@@ -314,3 +314,54 @@ INSTANTIATE_TEST_SUITE_P(Backends, PlanFixture,
 
 }  // namespace
 }  // namespace streamsafe
+
+namespace streamsafe {
+namespace {
+
+/// A loop whose holes move: each iteration's blocks have sizes drawn again from the same seed,
+/// so remap keeps moving chunks, iteration after iteration.
+void variable_loop(caching_allocator& alloc, StreamRef stream) {
+  std::mt19937 rng(5);
+  std::vector<void*> held;
+  for (int i = 0; i < 300; ++i) {
+    held.push_back(alloc.allocate(512 * (1 + rng() % 8192), stream));
+    if (held.size() > 6) {
+      const std::size_t victim = rng() % held.size();
+      alloc.deallocate(held[victim]);
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(victim));
+    }
+  }
+  for (void* p : held) alloc.deallocate(p);
+}
+
+TEST(RepeatPlanInTheAllocator, ALoopWhoseHolesMoveStopsCallingTheDeviceAndShowsInTheSnapshot) {
+  const Device device = testing::make_device(test_backend::sim_deterministic, 1, 512 * mib);
+  Stream stream(device);
+  const auto calls_per_iteration = [&](caching_allocator& alloc) {
+    std::vector<std::uint64_t> calls;
+    for (int i = 0; i < 6; ++i) {
+      const std::uint64_t before = alloc.stats().device_calls.total();
+      variable_loop(alloc, stream);
+      calls.push_back(alloc.stats().device_calls.total() - before);
+    }
+    return calls;
+  };
+  caching_allocator pools_only(device, allocator_options{.repeat_plan = false, .remap_slack_percent = 0});
+  const std::vector<std::uint64_t> without = calls_per_iteration(pools_only);
+  ASSERT_GT(without.back(), 0u) << "the loop must keep the pools calling the device, or this test sees nothing";
+  caching_allocator planned(device, allocator_options{.remap_slack_percent = 0});
+  const std::vector<std::uint64_t> with = calls_per_iteration(planned);
+  EXPECT_EQ(with[4], 0u);
+  EXPECT_EQ(with[5], 0u);
+  const allocator_stats s = planned.stats();
+  EXPECT_EQ(s.num_plan_activations, 1u);
+  EXPECT_EQ(s.num_plan_derailments, 0u);
+  EXPECT_GT(s.num_planned_allocations, 0u);
+  void* p = planned.allocate(512 * (1 + std::mt19937(5)() % 8192), stream);  // the loop's first request
+  EXPECT_NE(planned.snapshot_json().find("\"pool\":\"plan\""), std::string::npos);
+  EXPECT_EQ(planned.block_of(p).base, p);
+  planned.deallocate(p);
+}
+
+}  // namespace
+}  // namespace streamsafe
