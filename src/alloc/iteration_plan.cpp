@@ -231,18 +231,32 @@ iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std:
     return log_alloc(rounded, stream);
   }
   planned_block& b = blocks_[index];
-  b.state = slot_state::live;
   b.allocated_at = ++sequence_;
   b.requested = requested;
-  ++live_blocks_;
   ++planned_requests_;
-  stats_.allocated_bytes.add(b.bytes);
-  stats_.active_bytes.add(b.bytes);
-  stats_.requested_bytes.add(requested);
-  stats_.allocation.add(1);
-  stats_.active.add(1);
+  occupy_slot(b);
   stats_.num_cross_stream_reuses += waits.size();
   return {reinterpret_cast<void*>(arena_.base + b.offset), b.allocated_at};
+}
+
+void iteration_plan::occupy_slot(planned_block& b) {
+  b.state = slot_state::live;
+  ++live_blocks_;
+  stats_.allocated_bytes.add(b.bytes);
+  stats_.active_bytes.add(b.bytes);
+  stats_.requested_bytes.add(b.requested);
+  stats_.allocation.add(1);
+  stats_.active.add(1);
+}
+
+void iteration_plan::vacate(planned_block& b) {
+  b.state = slot_state::free;
+  --live_blocks_;
+  stats_.allocated_bytes.remove(b.bytes);
+  stats_.active_bytes.remove(b.bytes);
+  stats_.requested_bytes.remove(b.requested);
+  stats_.allocation.remove(1);
+  stats_.active.remove(1);
 }
 
 bool iteration_plan::occupy(std::size_t index, StreamImpl& stream, std::vector<std::shared_ptr<StreamImpl>>& waits) {
@@ -286,13 +300,7 @@ void iteration_plan::order_after(void* ptr, std::size_t bytes, StreamImpl& strea
   } catch (...) {
     std::lock_guard lock(mutex_);  // the caller never gets the block: it is free again
     planned_block& b = blocks_[live_index(ptr, "allocate")];
-    b.state = slot_state::free;
-    --live_blocks_;
-    stats_.allocated_bytes.remove(b.bytes);
-    stats_.active_bytes.remove(b.bytes);
-    stats_.requested_bytes.remove(b.requested);
-    stats_.allocation.remove(1);
-    stats_.active.remove(1);
+    vacate(b);
     derail();
     throw;
   }
@@ -330,13 +338,7 @@ void iteration_plan::deallocate(void* ptr) {
   if (observer_ != nullptr) observer_->on_free(ptr, bytes, stream);
   std::lock_guard lock(mutex_);
   planned_block& b = blocks_[index];
-  b.state = slot_state::free;
-  --live_blocks_;
-  stats_.allocated_bytes.remove(b.bytes);
-  stats_.active_bytes.remove(b.bytes);
-  stats_.requested_bytes.remove(b.requested);
-  stats_.allocation.remove(1);
-  stats_.active.remove(1);
+  vacate(b);
   note_free(b.allocated_at);
 }
 

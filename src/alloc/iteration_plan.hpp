@@ -142,6 +142,9 @@ class iteration_plan {
   /// Takes the bytes of block `index` for an allocation on `stream`: the streams it must wait for
   /// go to `waits`. False, changing nothing, when an earlier occupant is still live.
   [[nodiscard]] bool occupy(std::size_t index, StreamImpl& stream, std::vector<std::shared_ptr<StreamImpl>>& waits);
+  /// A block's slot becomes live, or free again, in the books. Caller holds mutex_.
+  void occupy_slot(planned_block& b);
+  void vacate(planned_block& b);
   /// The block live at `ptr`; usage_error naming `call` when none. Caller holds mutex_.
   [[nodiscard]] std::size_t live_index(const void* ptr, const char* call) const;
   [[nodiscard]] bool unused() const noexcept { return live_blocks_ == 0; }
