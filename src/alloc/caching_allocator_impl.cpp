@@ -75,8 +75,10 @@ caching_allocator_impl::~caching_allocator_impl() {
         pool->stitched->dissolve(std::move(s->window));  // the stitcher unmaps and releases it with the pool
       } else if (s->expandable) {
         source_->release(s->address, s->size);
+        tell_released(*s);
       } else {
         quietly([&] { source_->deallocate(reinterpret_cast<void*>(s->address)); });
+        tell_released(*s);
       }
       delete s;
     }

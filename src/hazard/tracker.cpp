@@ -352,6 +352,16 @@ void tracker::track_record_stream(const void* ptr, StreamRef stream, streamsafe:
   state_->model.record_stream(address(ptr), engine_id(stream), state_->site("record_stream", where));
 }
 
+void tracker::track_mapping(const void* ptr, std::size_t bytes, mapping_change change) {
+  observed_order_lock order(state_->device);
+  std::lock_guard lock(state_->mutex);
+  if (change == mapping_change::mapped) {
+    state_->model.map(address(ptr), bytes, state_->site("map"));
+  } else {
+    state_->model.unmap(address(ptr), bytes, state_->site("unmap"));
+  }
+}
+
 void tracker::submit(const tracked_op& op, std::string_view op_name, const std::function<void()>& enqueue) {
   if (mode_ == policy::off) {  // no tracking: no lock, no lookups
     enqueue();
