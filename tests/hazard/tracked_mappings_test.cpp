@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "backends.hpp"
 #include "tracker_support.hpp"
 #include "streamsafe/alloc/caching_allocator.hpp"
+#include "streamsafe/error.hpp"
 #include "streamsafe/hazard/oplog_check.hpp"
 #include "streamsafe/hazard/oplog_writer.hpp"
 #include "streamsafe/hazard/tracked_allocator.hpp"
@@ -203,6 +205,15 @@ TEST_F(TrackedMappings, TheOpLogOfARemapReplaysToTheSameReuseRace) {
   std::vector<hazard_kind> replayed;
   hazard::check_oplog(log, {.on_hazard = [&](const hazard::hazard& found) { replayed.push_back(found.kind); }});
   EXPECT_THAT(replayed, Contains(hazard_kind::reuse_race));
+}
+
+TEST_F(TrackedMappings, ASecondTrackedAllocatorOnTheSameAllocatorIsRefused) {
+  start(policy::report, growth(expandable_growth::remap));
+  hazard::tracker other(*device_, policy::report);
+  EXPECT_THROW(hazard::tracked_allocator(allocator(), other), usage_error);
+  free_block_used_on_side(false);  // the first one still watches
+  (void)grow_and_write(main(), 2 * chunk);
+  EXPECT_THAT(kinds(tracker()), Contains(hazard_kind::reuse_race));
 }
 
 }  // namespace
