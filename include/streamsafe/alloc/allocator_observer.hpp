@@ -42,9 +42,12 @@ class allocator_observer {
   /// One piece of physical memory at `at` of `bytes` changed (one chunk of `granularity` bytes,
   /// or one fixed segment): the identity of device bytes, for an observer that knows bytes by
   /// address. Every `unmapped` of a piece comes after the `mapped` of it and before the next
-  /// `mapped` of its address. Called under the stream's growth mutex (not a spin lock), so a
-  /// slow callback delays that stream's growth; a callback that throws during the allocator's
-  /// destructor is reported on stderr and the release goes on.
+  /// `mapped` of its address. Unlike the others, called under the stream's growth mutex (never
+  /// a spin lock), so a slow callback delays that stream's growth. A callback that throws is
+  /// reported on stderr, naming the call, and the allocator goes on (its books are done; its
+  /// destructor keeps releasing). Not called for the windows of
+  /// expandable_growth:stitch, whose chunks are mapped at several addresses at once (the hazard
+  /// tracker refuses that policy).
   virtual void on_mapping(void* /*at*/, std::size_t /*bytes*/, mapping_change /*change*/) {}
 };
 
