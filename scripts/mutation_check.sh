@@ -51,7 +51,7 @@ mutation release-fixed-segment-with-live-blocks "$growth" \
 mutation drain-skips-wait "$pending" \
   'waiting[waited].taken.event.synchronize();' ';'
 mutation drain-skips-open-fences "$pending" \
-  '    record_open(s);' ''
+  'std::exception_ptr failed = try_record_open(s);' 'std::exception_ptr failed;'
 mutation poll-reclaims-before-fence "$pending" \
   'while (!s.in_flight.empty() && s.in_flight.front().event.query()) {' 'while (!s.in_flight.empty()) {'
 mutation fence-ignores-other-streams "$pending" \

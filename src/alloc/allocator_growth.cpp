@@ -125,6 +125,7 @@ block* caching_allocator_impl::grow_fixed(stream_pool& pool, pool_kind kind, std
   fresh->kind = kind;
   note_reserved(static_cast<std::int64_t>(bytes), 1);
   if (options_.history_capacity != 0) remember(trace_action::segment_alloc, fresh->address, bytes, pool.stream().id());
+  tell_mapping(fresh->address, bytes, mapping_change::mapped);
   std::lock_guard lock(pool.mutex);
   segment* adopted = fresh.release();
   adopt_segment(pool, adopted);
@@ -239,7 +240,10 @@ void caching_allocator_impl::map_chunks(stream_pool& pool, block* b, const std::
       s.mapped_bytes += mapped * s.granularity;
       b->mapped = mapped == chunks.size();
     }
-    for (std::size_t i = 0; i < mapped; ++i) note_reserved(static_cast<std::int64_t>(s.granularity), 0);
+    for (std::size_t i = 0; i < mapped; ++i) {
+      note_reserved(static_cast<std::int64_t>(s.granularity), 0);
+      tell_mapping(s.address + chunks[i] * s.granularity, s.granularity, mapping_change::mapped);
+    }
   };
   try {
     for (; mapped < chunks.size(); ++mapped) source_->map_chunk(s.address + chunks[mapped] * s.granularity, s.granularity);
@@ -413,6 +417,7 @@ void caching_allocator_impl::give_back_memory(stream_pool& pool, released_memory
     for (; done.chunks < taken.chunks.size(); ++done.chunks) {
       const released_memory::chunk& c = taken.chunks[done.chunks];
       source_->unmap_chunk(c.owner->address + c.index * c.owner->granularity, c.owner->granularity);
+      tell_mapping(c.owner->address + c.index * c.owner->granularity, c.owner->granularity, mapping_change::unmapped);
     }
     for (; done.segments < taken.segments.size(); ++done.segments) {
       const segment& s = *taken.segments[done.segments];
@@ -421,6 +426,7 @@ void caching_allocator_impl::give_back_memory(stream_pool& pool, released_memory
       } else {
         source_->deallocate(reinterpret_cast<void*>(s.address));
       }
+      tell_released(s);
     }
   } catch (...) {
     book_given_back(pool, taken, done);

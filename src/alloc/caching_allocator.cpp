@@ -24,5 +24,8 @@ std::string caching_allocator::snapshot_json() const { return impl_->snapshot_js
 std::string caching_allocator::history_csv() const { return impl_->history_csv(); }
 const Device& caching_allocator::device() const { return impl_->device(); }
 const allocator_options& caching_allocator::options() const { return impl_->options(); }
+void caching_allocator::watch_mappings(std::shared_ptr<allocator_observer> watcher) {
+  impl_->watch_mappings(std::move(watcher));
+}
 
 }  // namespace streamsafe

@@ -3,6 +3,8 @@
 #include "alloc/caching_allocator_impl.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <exception>
 #include <utility>
 
 #include "alloc/size_classes.hpp"
@@ -60,17 +62,21 @@ caching_allocator_impl::caching_allocator_impl(const Device& device, allocator_o
 }
 
 caching_allocator_impl::~caching_allocator_impl() {
-  const auto quietly = [](auto call) {
+  // A destructor cannot throw: a failed device cannot be waited for, and the memory is returned
+  // all the same. Each failure is reported, naming its call, and the release goes on.
+  const auto quietly = [](const char* call, auto work) {
     try {
-      call();
+      work();
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "streamsafe: ~caching_allocator: %s failed: %s (releasing the rest)\n", call, error.what());
     } catch (...) {
-      // A failed device cannot be waited for; the memory is returned all the same.
+      std::fprintf(stderr, "streamsafe: ~caching_allocator: %s failed (releasing the rest)\n", call);
     }
   };
-  quietly([&] { wait_for_pending(); });
+  quietly("waiting for pending frees", [&] { wait_for_pending(); });
   for (stream_pool* pool : pool_list_) {
     // Only the streams whose cached memory work may still use: not the whole device.
-    if (!pool->segments().empty()) quietly([&] { pool->stream().synchronize(); });
+    if (!pool->segments().empty()) quietly("stream synchronize", [&] { pool->stream().synchronize(); });
   }
   for (stream_pool* pool : pool_list_) {
     for (segment* s : pool->segments()) {
@@ -79,8 +85,10 @@ caching_allocator_impl::~caching_allocator_impl() {
         pool->stitched->dissolve(std::move(s->window));  // the stitcher unmaps and releases it with the pool
       } else if (s->expandable) {
         source_->release(s->address, s->size);
+        tell_released(*s);
       } else {
-        quietly([&] { source_->deallocate(reinterpret_cast<void*>(s->address)); });
+        quietly("deallocate of a fixed segment", [&] { source_->deallocate(reinterpret_cast<void*>(s->address)); });
+        tell_released(*s);
       }
       delete s;
     }
@@ -366,10 +374,25 @@ void caching_allocator_impl::record_stream(void* ptr, StreamRef stream) {
   if (options_.observer != nullptr) options_.observer->on_record_stream(ptr, recorded.id());
 }
 
-void caching_allocator_impl::process_pending_frees(poll_mode mode) {
+namespace {
+/// Frees `collect` finds finished go back even when it fails after finding some: a completed
+/// free dropped on the way out would never be reused.
+template <typename Collect, typename Reclaim>
+void reclaim_collected(Collect&& collect, Reclaim&& reclaim) {
   std::vector<finished_free> done;
-  pending_.poll(mode, done);
-  if (!done.empty()) reclaim(done);
+  try {
+    collect(done);
+  } catch (...) {
+    reclaim(done);
+    throw;
+  }
+  reclaim(done);
+}
+}  // namespace
+
+void caching_allocator_impl::process_pending_frees(poll_mode mode) {
+  reclaim_collected([&](std::vector<finished_free>& done) { pending_.poll(mode, done); },
+                    [&](const std::vector<finished_free>& done) { reclaim(done); });
 }
 
 void caching_allocator_impl::reclaim(const std::vector<finished_free>& done) {
@@ -393,10 +416,11 @@ void caching_allocator_impl::reclaim(const std::vector<finished_free>& done) {
 }
 
 void caching_allocator_impl::wait_for_pending() {
-  std::vector<finished_free> done;
-  pending_.drain(done);
-  if (!done.empty()) note_host_sync();
-  reclaim(done);
+  reclaim_collected([&](std::vector<finished_free>& done) { pending_.drain(done); },
+                    [&](const std::vector<finished_free>& done) {
+                      if (!done.empty()) note_host_sync();
+                      reclaim(done);
+                    });
 }
 
 void caching_allocator_impl::remember(trace_action action, std::uintptr_t address, std::size_t bytes, stream_id stream) {

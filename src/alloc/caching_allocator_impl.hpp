@@ -5,7 +5,8 @@
 // is never held while taking another. Device calls that map, unmap, allocate, free, record or
 // synchronize, and observer callbacks, run under no spin lock: the books are changed under the
 // pool's mutex, the device calls made after it is released (under the growth mutex when they
-// must not interleave with the pool's other slow paths).
+// must not interleave with the pool's other slow paths). watcher_mutex_ is a leaf, held only to
+// copy the watcher: on_mapping runs under a growth mutex at most, never under a spin lock.
 //
 // Streams. A pool holds a share of its stream, a record_stream'd block of each recorded stream,
 // a pending free of each stream it waits for. So the allocator keeps a stream only while it has
@@ -32,6 +33,7 @@
 #include "alloc/segment_owners.hpp"
 #include "alloc/stitcher.hpp"
 #include "alloc/stream_pool.hpp"
+#include "streamsafe/alloc/allocator_observer.hpp"
 #include "streamsafe/alloc/allocator_options.hpp"
 #include "streamsafe/alloc/allocator_stats.hpp"
 #include "streamsafe/alloc/caching_allocator.hpp"
@@ -65,6 +67,7 @@ class caching_allocator_impl final : private plan_host {
 
   [[nodiscard]] const Device& device() const noexcept { return device_; }
   [[nodiscard]] const allocator_options& options() const noexcept { return options_; }
+  void watch_mappings(std::shared_ptr<allocator_observer> watcher);
 
  private:
   [[nodiscard]] stream_pool& pool_for(StreamImpl& stream);
@@ -188,6 +191,10 @@ class caching_allocator_impl final : private plan_host {
   static void note_inactive(allocator_stats& stats, std::size_t bytes) noexcept;
   void note_reserved(std::int64_t bytes, std::int64_t segments) override;
   void note_host_sync() override;
+  /// on_mapping to the observer and the watcher (allocator_mappings.cpp); a throw is reported.
+  void tell_mapping(std::uintptr_t at, std::size_t bytes, mapping_change change) noexcept override;
+  /// `unmapped` for each piece of physical memory segment `s` held (given back whole).
+  void tell_released(const segment& s) noexcept;
   void remember(trace_action action, std::uintptr_t address, std::size_t bytes, stream_id stream);
 
   Device device_;
@@ -215,6 +222,9 @@ class caching_allocator_impl final : private plan_host {
   std::size_t history_next_ = 0;
 
   std::mutex ladder_mutex_;  // one thread at a time releases memory
+
+  std::mutex watcher_mutex_;
+  std::shared_ptr<allocator_observer> watcher_;  // hears on_mapping (see watch_mappings)
 
   std::unique_ptr<iteration_plan> plan_;  // null when off or without mapping; destroyed first
 };

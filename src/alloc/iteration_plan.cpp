@@ -37,6 +37,9 @@ iteration_plan::~iteration_plan() {
     }
   }
   source_.release(arena_.base, arena_.bytes);
+  for (std::size_t offset = 0; offset < arena_.bytes; offset += granularity_) {
+    host_.tell_mapping(arena_.base + offset, granularity_, mapping_change::unmapped);
+  }
 }
 
 std::vector<StreamImpl*> iteration_plan::arena_users() const {
@@ -188,6 +191,9 @@ bool iteration_plan::map_arena(std::size_t bytes) {
     if (base != 0) source_.release(base, bytes);
     return false;
   }
+  for (std::size_t offset = 0; offset < bytes; offset += granularity_) {
+    host_.tell_mapping(base + offset, granularity_, mapping_change::mapped);
+  }
   arena_ = arena{base, bytes};
   arena_base_.store(base, std::memory_order_release);
   arena_bytes_.store(bytes, std::memory_order_release);
@@ -204,6 +210,9 @@ void iteration_plan::release_arena() {
   arena_bytes_.store(0, std::memory_order_release);
   arena_base_.store(0, std::memory_order_release);
   source_.release(arena_.base, arena_.bytes);
+  for (std::size_t offset = 0; offset < arena_.bytes; offset += granularity_) {
+    host_.tell_mapping(arena_.base + offset, granularity_, mapping_change::unmapped);
+  }
   host_.note_reserved(-static_cast<std::int64_t>(arena_.bytes), -1);
   arena_ = {};
   blocks_.clear();

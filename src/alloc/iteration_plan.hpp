@@ -34,6 +34,7 @@
 #include "alloc/memory_source.hpp"
 #include "alloc/repeat_detector.hpp"
 #include "runtime/stream_impl.hpp"
+#include "streamsafe/alloc/allocator_observer.hpp"
 #include "streamsafe/alloc/allocator_stats.hpp"
 #include "streamsafe/alloc/caching_allocator.hpp"
 #include "streamsafe/event_pool.hpp"
@@ -53,6 +54,9 @@ class plan_host {
   virtual void release_pool_cache() = 0;
   virtual void note_reserved(std::int64_t bytes, std::int64_t segments) = 0;
   virtual void note_host_sync() = 0;
+  /// Tells the allocator's observers that physical memory now backs, or no longer backs, a chunk
+  /// of the arena (allocator_observer::on_mapping); never throws.
+  virtual void tell_mapping(std::uintptr_t at, std::size_t bytes, mapping_change change) noexcept = 0;
   [[nodiscard]] virtual std::uint64_t device_calls() const = 0;
 };
 

@@ -1,7 +1,10 @@
 #include "alloc/pending_frees.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <mutex>
+
+#include "alloc/sim_faults.hpp"
 
 #include "streamsafe/stream.hpp"
 
@@ -44,17 +47,29 @@ std::uint32_t pending_frees::new_entry(block* freed, stream_pool* user, unsigned
 void pending_frees::hold(block* freed, stream_pool* user, std::span<std::shared_ptr<StreamImpl>> streams) {
   std::lock_guard lock(mutex_);
   const std::uint32_t index = new_entry(freed, user, static_cast<unsigned>(streams.size()));
+  count_held(*freed, true);
   for (std::shared_ptr<StreamImpl>& stream : streams) {
     stream_fences& s = fences_of(stream);
     s.open.push_back(index);
     s.open_bytes += freed->size;
-    if (s.open.size() >= policy_.batch_frees || s.open_bytes >= policy_.batch_bytes) record_open(s);
+    // The free is held by every stream before any record can fail; a fence whose record fails
+    // stays open, and the next poll or drain records it (and reports a device still failing).
+    if (s.open.size() >= policy_.batch_frees || s.open_bytes >= policy_.batch_bytes) (void)try_record_open(s);
   }
-  count_held(*freed, true);
+}
+
+std::exception_ptr pending_frees::try_record_open(stream_fences& s) noexcept {
+  try {
+    record_open(s);
+    return nullptr;
+  } catch (...) {
+    return std::current_exception();
+  }
 }
 
 void pending_frees::record_open(stream_fences& s) {
   if (s.open.empty()) return;
+  inject_sim_fault(sim_faults().fence_records, "event record of a pending-free fence", s.stream.get());
   fence recorded{events_.acquire(), {}};
   recorded.event.record(StreamRef(s.stream.get()));
   recorded.holders.swap(s.open);
@@ -104,23 +119,33 @@ void pending_frees::poll(poll_mode mode, std::vector<finished_free>& done) {
   stream_shares dropped;  // destroyed after the lock is released: a stream's end is a device call
   std::unique_lock lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return;
+  std::exception_ptr failure;  // the first; the other streams are still polled
   for (stream_fences& s : streams_) {
     // Lazy polls let an open fence collect frees for as many polls as a batch has frees, so a
     // steady stream of frees is fenced once per batch even when each fence completes at once.
     const bool due = !s.open.empty() && ++s.open_polls >= policy_.batch_frees;
-    if (mode == poll_mode::eager || due) record_open(s);
-    query(s, mode, done);
+    std::exception_ptr failed = mode == poll_mode::eager || due ? try_record_open(s) : nullptr;
+    try {
+      query(s, mode, done);
+    } catch (...) {
+      if (!failed) failed = std::current_exception();
+    }
+    if (!failure) failure = failed;
   }
   forget_idle_streams(dropped);
+  lock.unlock();
+  if (failure) std::rethrow_exception(failure);
 }
 
 void pending_frees::drain(std::vector<finished_free>& done) {
   stream_shares dropped;
   std::vector<taken_fence> waiting;
+  std::exception_ptr failure;  // of a record: that fence stays open, the others are waited for
   {
     std::lock_guard lock(mutex_);
     for (stream_fences& s : streams_) {
-      record_open(s);
+      std::exception_ptr failed = try_record_open(s);
+      if (!failure) failure = failed;
       for (fence& f : s.in_flight) waiting.push_back({s.stream, std::move(f)});
       s.in_flight.clear();
       s.backoff = s.polls_to_skip = 0;
@@ -133,9 +158,12 @@ void pending_frees::drain(std::vector<finished_free>& done) {
     give_back_unwaited(waiting, waited, done);
     throw;
   }
-  std::lock_guard lock(mutex_);
-  for (const taken_fence& t : waiting) complete(t.taken, done);
-  forget_idle_streams(dropped);
+  {
+    std::lock_guard lock(mutex_);
+    for (const taken_fence& t : waiting) complete(t.taken, done);
+    forget_idle_streams(dropped);
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 void pending_frees::give_back_unwaited(std::vector<taken_fence>& waiting, std::size_t waited,

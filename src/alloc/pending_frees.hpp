@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -61,13 +62,17 @@ class pending_frees {
   pending_frees& operator=(const pending_frees&) = delete;
 
   /// Holds `freed` until every stream in `streams` has finished the work enqueued so far; takes
-  /// the shares (the streams stay until then).
+  /// the shares (the streams stay until then). Does not throw for a failed event record: the
+  /// fence stays open, its frees held, and the next poll or drain records it.
   void hold(block* freed, stream_pool* user, std::span<std::shared_ptr<StreamImpl>> streams);
   /// Moves the blocks whose fences completed to `done`, without blocking. Returns at once when
-  /// another thread is polling.
+  /// another thread is polling. A failed record or query is rethrown after every stream was
+  /// polled; `done` then still holds what completed, for the caller to reclaim.
   void poll(poll_mode mode, std::vector<finished_free>& done);
   /// Records every open fence, waits for all fences (without the lock: frees and polls go on),
-  /// and moves every block held when it was called to `done`.
+  /// and moves every block held when it was called to `done`, except those of a fence whose
+  /// record failed: they stay held, and the first such failure is rethrown after the wait (a
+  /// failed wait is rethrown at once). Either way `done` holds what completed.
   void drain(std::vector<finished_free>& done);
   /// Blocks held; read without the lock, so a hint for the fast path.
   [[nodiscard]] std::size_t held() const noexcept { return held_count_.load(std::memory_order_relaxed); }
@@ -109,6 +114,8 @@ class pending_frees {
   [[nodiscard]] stream_fences& fences_of(std::shared_ptr<StreamImpl>& stream);
   [[nodiscard]] std::uint32_t new_entry(block* freed, stream_pool* user, unsigned fences);
   void record_open(stream_fences& s);
+  /// record_open; the failure, or null. A fence that fails stays open with its holders.
+  [[nodiscard]] std::exception_ptr try_record_open(stream_fences& s) noexcept;
   void complete(const fence& f, std::vector<finished_free>& done);
   void query(stream_fences& s, poll_mode mode, std::vector<finished_free>& done);
   /// After a failed wait in drain: completes the first `waited` fences, returns the rest.

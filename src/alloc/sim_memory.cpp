@@ -37,13 +37,16 @@ bool take_one(std::atomic<unsigned>& count) noexcept {
   return left != 0;
 }
 
-/// Throws as a failing driver call would when a test armed `fault` (see sim_faults.hpp).
-void inject(sim_fault& fault, const char* call, const void* at) {
+}  // namespace
+
+void inject_sim_fault(sim_fault& fault, const char* call, const void* at) {
   if (take_one(fault.passing) || !take_one(fault.failing)) return;
   std::ostringstream what;
   what << "sim: " << call << "(" << at << ") failed (injected by sim_faults)";
   throw cuda_error(what.str(), 999);
 }
+
+namespace {
 
 [[noreturn]] void fail(const char* what) {
   SS_EXPECTS(false, "sim: ", what, " failed: ", std::strerror(errno));
@@ -60,7 +63,7 @@ class sim_memory final : public memory_source {
 
   void* allocate(std::size_t bytes) override { return device_.allocate(bytes); }
   void deallocate(void* ptr) override {
-    inject(sim_faults().frees, "deallocate", ptr);
+    inject_sim_fault(sim_faults().frees, "deallocate", ptr);
     device_.deallocate(ptr);
   }
 
@@ -111,7 +114,7 @@ class sim_memory final : public memory_source {
     free_offsets_.push_back(handle);
   }
   void map_physical(std::uintptr_t address, physical_handle handle, std::size_t granularity) override {
-    inject(sim_faults().maps, "map_physical", reinterpret_cast<void*>(address));
+    inject_sim_fault(sim_faults().maps, "map_physical", reinterpret_cast<void*>(address));
     void* at = ::mmap(reinterpret_cast<void*>(address), granularity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
                       file_, static_cast<off_t>(handle));
     if (at == MAP_FAILED) fail("mmap of a physical chunk");
@@ -121,7 +124,7 @@ class sim_memory final : public memory_source {
   }
   void grant_access(std::uintptr_t, std::size_t) override {}  // mapped readable and writable
   void unmap_physical(std::uintptr_t address, std::size_t granularity) override {
-    inject(sim_faults().unmaps, "unmap_physical", reinterpret_cast<void*>(address));
+    inject_sim_fault(sim_faults().unmaps, "unmap_physical", reinterpret_cast<void*>(address));
     // Back to reserved and inaccessible, as cuMemUnmap leaves it.
     void* at = ::mmap(reinterpret_cast<void*>(address), granularity, PROT_NONE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);

@@ -12,6 +12,7 @@
 #include "hazard/interval_map.hpp"
 #include "hazard/labels.hpp"
 #include "hazard/recording.hpp"
+#include "hazard/unmapped_bytes.hpp"
 
 namespace streamsafe::hazard {
 
@@ -55,6 +56,7 @@ struct engine::impl {
   std::unordered_map<std::uint64_t, event_state> events;
   allocation_table allocations;
   interval_map<shadow_cell> shadow;
+  unmapped_bytes given_back;  // accesses that follow bytes the allocator gave back (unmap, map)
   findings found;
 
   explicit impl(policy m) : mode(m) {}
@@ -285,6 +287,7 @@ const std::vector<hazard>& engine::hazards() const noexcept { return impl_->coll
 const insertion_counts& engine::inserted() const noexcept { return impl_->counts; }
 void engine::record_to(oplog_writer* log) noexcept { impl_->recorder = log; }
 std::size_t engine::shadow_segments() const noexcept { return impl_->shadow.size(); }
+std::size_t engine::unmapped_segments() const noexcept { return impl_->given_back.size(); }
 std::size_t engine::stream_slots() const noexcept { return impl_->agents.size() - 1; }
 std::size_t engine::events_tracked() const noexcept { return impl_->events.size(); }
 
@@ -311,6 +314,18 @@ void engine::record_stream(std::uint64_t ptr, stream_id stream, op_site site) {
   if (!impl_->tracking()) return;
   record_op(impl_->recorder, record_stream_op(ptr, stream, impl_->labels.loc(site.label)));
   impl_->record_stream_on(ptr, impl_->agents.slot_of(stream));
+}
+
+void engine::unmap(std::uint64_t ptr, std::uint64_t size, op_site site) {
+  if (!impl_->tracking()) return;
+  record_op(impl_->recorder, range_op(op_kind::unmap, ptr, size, impl_->labels.loc(site.label)));
+  impl_->given_back.take(impl_->shadow, {ptr, size}, impl_->agents.host_clock());
+}
+
+void engine::map(std::uint64_t ptr, std::uint64_t size, op_site site) {
+  if (!impl_->tracking()) return;
+  record_op(impl_->recorder, range_op(op_kind::map, ptr, size, impl_->labels.loc(site.label)));
+  impl_->given_back.give(impl_->shadow, {ptr, size}, impl_->agents.host_clock());
 }
 
 std::span<const insertion> engine::access(stream_id stream, std::span<const byte_range> reads,

@@ -21,6 +21,8 @@ std::string_view op_kind_name(op_kind kind) noexcept {
     case op_kind::host_write: return "host_write";
     case op_kind::stream_destroy: return "stream_destroy";
     case op_kind::event_destroy: return "event_destroy";
+    case op_kind::unmap: return "unmap";
+    case op_kind::map: return "map";
   }
   return "?";
 }

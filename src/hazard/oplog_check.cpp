@@ -34,6 +34,8 @@ void apply_unchecked(engine& model, const oplog_op& op) {
     case op_kind::host_write: (void)model.host_access(none, op.writes, site); return;
     case op_kind::stream_destroy: model.stream_destroy(stream, site); return;
     case op_kind::event_destroy: model.event_destroy(event, site); return;
+    case op_kind::unmap: model.unmap(op.ptr, op.size, site); return;
+    case op_kind::map: model.map(op.ptr, op.size, site); return;
   }
 }
 

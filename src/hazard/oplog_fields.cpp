@@ -32,7 +32,8 @@ std::optional<op_kind> op_kind_of(std::string_view name) noexcept {
                              op_kind::record_stream, op_kind::kernel,     op_kind::copy,
                              op_kind::event_record,  op_kind::stream_wait_event, op_kind::event_sync,
                              op_kind::stream_sync,   op_kind::device_sync, op_kind::host_read,
-                             op_kind::host_write,    op_kind::stream_destroy, op_kind::event_destroy};
+                             op_kind::host_write,    op_kind::stream_destroy, op_kind::event_destroy,
+                             op_kind::unmap,         op_kind::map};
   for (const op_kind kind : kinds) {
     if (op_kind_name(kind) == name) return kind;
   }
@@ -56,6 +57,8 @@ field_set required_fields(op_kind kind) noexcept {
     case op_kind::host_write: return {field::ranges};
     case op_kind::stream_destroy: return {field::stream};
     case op_kind::event_destroy: return {field::event};
+    case op_kind::unmap:
+    case op_kind::map: return {field::ptr, field::size};
   }
   return {};
 }

@@ -152,14 +152,14 @@ struct oplog_reader::impl {
   }
 
   void read_version_line() {
-    if (!read_line()) throw parse_error("empty input: not a streamsafe op log (want {\"streamsafe_oplog\":2} first)", 0);
+    if (!read_line()) throw parse_error("empty input: not a streamsafe op log (want {\"streamsafe_oplog\":3} first)", 0);
     if (line_number != 1) {
-      throw parse_error("line 1: not a streamsafe op log: the first line must be {\"streamsafe_oplog\":2}", 1);
+      throw parse_error("line 1: not a streamsafe op log: the first line must be {\"streamsafe_oplog\":3}", 1);
     }
     simdjson::dom::element value;
     std::uint64_t number = 0;
     if (parse_object()["streamsafe_oplog"].get(value) || value.get_uint64().get(number)) {
-      fail("not a streamsafe op log: the first line must be {\"streamsafe_oplog\":2}");
+      fail("not a streamsafe op log: the first line must be {\"streamsafe_oplog\":3}");
     }
     if (number < oplog_oldest_version || number > oplog_version) {
       fail("op log version " + std::to_string(number) + " is not supported (this build reads versions " +

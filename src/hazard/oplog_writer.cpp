@@ -94,6 +94,11 @@ void append_fields(std::string& line, const oplog_op& op) {
     case op_kind::device_sync: return;
     case op_kind::host_read: append_ranges(line, "ranges", op.reads); return;
     case op_kind::host_write: append_ranges(line, "ranges", op.writes); return;
+    case op_kind::unmap:
+    case op_kind::map:
+      append_field(line, "ptr", op.ptr);
+      append_field(line, "size", op.size);
+      return;
   }
 }
 

@@ -32,6 +32,12 @@ inline void record_op(oplog_writer* recorder, const oplog_op& op) {
   op.kind = op_kind::free; op.ptr = ptr; op.loc = loc;
   return op;
 }
+/// An op that names one range by ptr and size (unmap, map).
+[[nodiscard]] inline oplog_op range_op(op_kind kind, std::uint64_t ptr, std::uint64_t size, std::string_view loc) {
+  oplog_op op;
+  op.kind = kind; op.ptr = ptr; op.size = size; op.loc = loc;
+  return op;
+}
 [[nodiscard]] inline oplog_op record_stream_op(std::uint64_t ptr, stream_id stream, std::string_view loc) {
   oplog_op op;
   op.kind = op_kind::record_stream; op.stream = raw(stream); op.ptr = ptr; op.loc = loc;

@@ -6,7 +6,9 @@
 // check, insertions and enqueue are one step of the runtime's order.
 #include "streamsafe/hazard/tracker.hpp"
 
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -147,8 +149,21 @@ struct tracker::state final : RuntimeObserver {
   }
   static constexpr std::size_t retired_check_threshold = 64;
   /// A destroyed stream gets no new work: once its queue is seen empty it never needs acting on.
-  void drop_idle_retired() {
-    std::erase_if(retired_streams, [](const auto& entry) { return entry.second.keep->query(); });
+  /// Runs from a stream's destruction, which cannot throw: a stream whose query fails is kept.
+  void drop_idle_retired() noexcept {
+    std::erase_if(retired_streams, [](const auto& entry) { return seen_idle(entry.first, *entry.second.keep); });
+  }
+  static bool seen_idle(std::uint64_t id, detail::StreamImpl& stream) noexcept {
+    try {
+      return stream.query();
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "streamsafe: hazard tracker: query of destroyed stream %llu failed: %s (kept)\n",
+                   static_cast<unsigned long long>(id), error.what());
+    } catch (...) {
+      std::fprintf(stderr, "streamsafe: hazard tracker: query of destroyed stream %llu failed (kept)\n",
+                   static_cast<unsigned long long>(id));
+    }
+    return false;
   }
 
   /// The stream to act on, or none when it was destroyed and its work is done (nothing to do).
@@ -350,6 +365,16 @@ void tracker::track_record_stream(const void* ptr, StreamRef stream, streamsafe:
   std::lock_guard lock(state_->mutex);
   state_->know(stream);
   state_->model.record_stream(address(ptr), engine_id(stream), state_->site("record_stream", where));
+}
+
+void tracker::track_mapping(const void* ptr, std::size_t bytes, mapping_change change) {
+  observed_order_lock order(state_->device);
+  std::lock_guard lock(state_->mutex);
+  if (change == mapping_change::mapped) {
+    state_->model.map(address(ptr), bytes, state_->site("map"));
+  } else {
+    state_->model.unmap(address(ptr), bytes, state_->site("unmap"));
+  }
 }
 
 void tracker::submit(const tracked_op& op, std::string_view op_name, const std::function<void()>& enqueue) {

@@ -38,6 +38,7 @@ class always_growing_host final : public detail::plan_host {
   void release_pool_cache() override { ++pool_releases; }
   void note_reserved(std::int64_t bytes, std::int64_t /*segments*/) override { reserved += bytes; }
   void note_host_sync() override { ++host_syncs; }
+  void tell_mapping(std::uintptr_t /*at*/, std::size_t /*bytes*/, mapping_change /*change*/) noexcept override {}
   [[nodiscard]] std::uint64_t device_calls() const override { return ++calls_; }
   int pool_releases = 0;
   std::int64_t reserved = 0;

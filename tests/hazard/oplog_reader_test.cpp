@@ -15,6 +15,7 @@ namespace {
 
 const std::string header = "{\"streamsafe_oplog\":1}\n";
 const std::string header_v2 = "{\"streamsafe_oplog\":2}\n";
+const std::string header_v3 = "{\"streamsafe_oplog\":3}\n";
 
 std::vector<oplog_op> read_all(const std::string& text, std::vector<std::vector<byte_range>>* ranges = nullptr) {
   std::istringstream in(text);
@@ -75,7 +76,7 @@ TEST(OplogReader, IgnoresUnknownFields) {
 }
 
 TEST(OplogReader, BadVersionLineIsLineOne) {
-  EXPECT_EQ(error_line("{\"streamsafe_oplog\":3}\n"), 1U);
+  EXPECT_EQ(error_line("{\"streamsafe_oplog\":4}\n"), 1U);
   EXPECT_EQ(error_line("{\"streamsafe_oplog\":0}\n"), 1U);
   EXPECT_EQ(error_line("{\"op\":\"device_sync\"}\n"), 1U);
   EXPECT_EQ(error_line("not json\n"), 1U);
@@ -99,6 +100,22 @@ TEST(OplogReader, VersionTwoOpsInAVersionOneFileNameTheLine) {
   EXPECT_EQ(error_line(header + "{\"op\":\"device_sync\"}\n{\"op\":\"stream_destroy\",\"stream\":4}\n"), 3U);
   EXPECT_EQ(error_line(header + "{\"op\":\"event_destroy\",\"event\":6}\n"), 2U);
   EXPECT_EQ(error_line(header_v2 + "{\"op\":\"stream_destroy\"}\n"), 2U);  // needs "stream"
+}
+
+TEST(OplogReader, ReadsVersionThreesUnmapAndMap) {
+  const auto ops = read_all(header_v3 + "{\"op\":\"unmap\",\"ptr\":4096,\"size\":512}\n{\"op\":\"map\",\"ptr\":8192,\"size\":512}\n");
+  ASSERT_EQ(ops.size(), 2U);
+  EXPECT_EQ(ops[0].kind, op_kind::unmap);
+  EXPECT_EQ(ops[0].ptr, 4096U);
+  EXPECT_EQ(ops[0].size, 512U);
+  EXPECT_EQ(ops[1].kind, op_kind::map);
+  EXPECT_EQ(ops[1].ptr, 8192U);
+}
+
+TEST(OplogReader, VersionThreeOpsInAnOlderFileNameTheLine) {
+  EXPECT_EQ(error_line(header_v2 + "{\"op\":\"unmap\",\"ptr\":4096,\"size\":512}\n"), 2U);
+  EXPECT_EQ(error_line(header + "{\"op\":\"device_sync\"}\n{\"op\":\"map\",\"ptr\":1,\"size\":1}\n"), 3U);
+  EXPECT_EQ(error_line(header_v3 + "{\"op\":\"map\",\"ptr\":1}\n"), 2U);  // needs "size"
 }
 
 TEST(OplogReader, MalformedJsonNamesTheLine) {
@@ -154,6 +171,11 @@ TEST(OplogWriter, WhatItWritesReadsBackToTheSameOps) {
   destroy.kind = op_kind::stream_destroy;
   destroy.stream = 2;
   writer.write(destroy);
+  oplog_op unmapped;
+  unmapped.kind = op_kind::unmap;
+  unmapped.ptr = 4096;
+  unmapped.size = 512;
+  writer.write(unmapped);
 
   std::istringstream in(out.str());
   oplog_reader reader(in);
@@ -174,6 +196,11 @@ TEST(OplogWriter, WhatItWritesReadsBackToTheSameOps) {
   ASSERT_TRUE(third);
   EXPECT_EQ(third->kind, op_kind::stream_destroy);
   EXPECT_EQ(third->stream, 2U);
+  auto fourth = reader.next();
+  ASSERT_TRUE(fourth);
+  EXPECT_EQ(fourth->kind, op_kind::unmap);
+  EXPECT_EQ(fourth->ptr, 4096U);
+  EXPECT_EQ(fourth->size, 512U);
   EXPECT_EQ(reader.version(), oplog_version);
   EXPECT_FALSE(reader.next());
 }

@@ -99,6 +99,14 @@ class caching_allocator {
   [[nodiscard]] const Device& device() const;
   [[nodiscard]] const allocator_options& options() const;
 
+  /// `watcher` hears every allocator_observer::on_mapping of this allocator, after
+  /// options().observer (the other callbacks go to that one only); nullptr detaches it. One at a
+  /// time: attaching while another is attached throws usage_error. A callback running when the
+  /// watcher is detached finishes on its own reference (the allocator shares ownership while it
+  /// calls). Thread-safe. hazard::tracked_allocator attaches one to give the engine the identity
+  /// of the bytes.
+  void watch_mappings(std::shared_ptr<allocator_observer> watcher);
+
  private:
   std::unique_ptr<detail::caching_allocator_impl> impl_;
 };

@@ -86,6 +86,18 @@ class engine {
   /// usage_error unless `ptr` is inside a live allocation.
   void record_stream(std::uint64_t ptr, stream_id stream, op_site site);
 
+  /// The allocator gave the physical memory behind [ptr, ptr + size) back to the device: one
+  /// piece, a chunk or a fixed segment (allocator_observer::on_mapping). The device may hand the
+  /// same bytes out again at any address, so old-lifetime accesses there that the host has not
+  /// seen finish leave the address with them, for every later `map`. Live allocations in the
+  /// range are left as they are.
+  void unmap(std::uint64_t ptr, std::uint64_t size, op_site site);
+  /// Physical memory was mapped at [ptr, ptr + size): it may hold bytes an earlier `unmap` gave
+  /// back, and its bytes get their old-lifetime accesses at the same offsets within the piece,
+  /// as freed bytes: a later access not ordered after one is a reuse race (see free's release
+  /// point). Offsets beyond what an `unmap` gave back get nothing.
+  void map(std::uint64_t ptr, std::uint64_t size, op_site site);
+
   /// One op on `stream` that reads `reads` and writes `writes` (a kernel, a copy). Under
   /// `enforce`, returns the waits that were missing, applied before the access.
   std::span<const insertion> access(stream_id stream, std::span<const byte_range> reads,
@@ -112,6 +124,8 @@ class engine {
 
   /// Size of the tracked state (for tests and benchmarks): byte-range segments in the shadow.
   [[nodiscard]] std::size_t shadow_segments() const noexcept;
+  /// Segments of old-lifetime accesses kept for bytes given back to the device (see unmap).
+  [[nodiscard]] std::size_t unmapped_segments() const noexcept;
   /// Stream slots in use or waiting to be recycled: the length of the longest vector clock.
   [[nodiscard]] std::size_t stream_slots() const noexcept;
   /// Events with a recorded clock.

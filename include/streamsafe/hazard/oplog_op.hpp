@@ -1,4 +1,4 @@
-// One op of an op log (format v2, docs/oplog.md), as the reader yields it and the writer takes
+// One op of an op log (format v3, docs/oplog.md), as the reader yields it and the writer takes
 // it. A view: the strings and ranges belong to whoever produced the op (the reader keeps them
 // valid until its next call).
 #pragma once
@@ -12,7 +12,7 @@
 namespace streamsafe::hazard {
 
 /// The op log format version this build writes. It reads this one and every earlier one.
-inline constexpr std::uint64_t oplog_version = 2;
+inline constexpr std::uint64_t oplog_version = 3;
 /// The oldest version this build reads.
 inline constexpr std::uint64_t oplog_oldest_version = 1;
 
@@ -32,10 +32,13 @@ enum class op_kind : std::uint8_t {
   host_write,         // ranges (in writes)
   stream_destroy,     // stream (version 2)
   event_destroy,      // event (version 2)
+  unmap,              // ptr, size (version 3)
+  map,                // ptr, size (version 3)
 };
 
 /// The first op log version that has ops of `kind`.
 [[nodiscard]] constexpr std::uint64_t first_version_of(op_kind kind) noexcept {
+  if (kind == op_kind::unmap || kind == op_kind::map) return 3;
   return kind == op_kind::stream_destroy || kind == op_kind::event_destroy ? 2 : 1;
 }
 

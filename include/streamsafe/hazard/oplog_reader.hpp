@@ -14,7 +14,7 @@ namespace streamsafe::hazard {
 class oplog_reader {
  public:
   /// Reads and checks the version line at once. Throws parse_error (line 1) unless the first
-  /// line is {"streamsafe_oplog":N} for a version N this build reads (1 or 2). `in` must
+  /// line is {"streamsafe_oplog":N} for a version N this build reads (1 to 3). `in` must
   /// outlive the reader.
   explicit oplog_reader(std::istream& in);
   ~oplog_reader();

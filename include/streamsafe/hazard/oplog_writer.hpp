@@ -1,5 +1,5 @@
-// Writes op logs (format v1, docs/oplog.md): the engine's recorder, and a way for tests and
-// tools to produce logs. What it writes, oplog_reader reads back to the same ops.
+// Writes op logs (format version oplog_version, docs/oplog.md): the engine's recorder, and a
+// way for tests and tools to produce logs. What it writes, oplog_reader reads back to the same ops.
 #pragma once
 
 #include <ostream>

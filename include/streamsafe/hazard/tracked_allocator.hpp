@@ -1,6 +1,9 @@
 // The caching allocator seen by a hazard tracker: allocations, frees and record_stream calls
 // give the engine its lifetimes, so a missing record_stream is reported as a reuse race, and
 // under `enforce` the missing record_stream is made at the free, before the block can be reused.
+// The allocator also tells the engine where its physical bytes go (allocator_observer::on_mapping):
+// when remap moves a free chunk to another address, or memory given back by empty_cache or the
+// out-of-memory ladder is mapped again elsewhere, old-lifetime accesses follow the bytes.
 #pragma once
 
 #include <cstddef>
@@ -15,11 +18,14 @@ namespace streamsafe::hazard {
 /// Both references must outlive this object. Thread-safe as its two parts are.
 class tracked_allocator {
  public:
-  /// Throws usage_error for an allocator with expandable_growth:stitch: it hands out physical
-  /// bytes at a second virtual address, and the engine, which knows bytes by virtual address,
-  /// would be blind to races between the two (use remap, map_new or fixed segments).
+  /// Throws usage_error for an allocator with expandable_growth:stitch: it maps physical bytes at
+  /// a second virtual address at once, and the engine, which knows bytes by virtual address,
+  /// would be blind to races between the two (use remap, map_new, settle or fixed segments).
+  /// Attaches the allocator's mapping watcher (caching_allocator::watch_mappings): usage_error
+  /// when another tracked_allocator watches the same allocator.
   tracked_allocator(caching_allocator& allocator, tracker& hazards);
-  /// Takes back the record_stream action it gave the tracker (which may outlive it).
+  /// Takes back the record_stream action it gave the tracker (which may outlive it) and detaches
+  /// the watcher; no other thread may be inside the allocator's growth then.
   ~tracked_allocator();
   tracked_allocator(const tracked_allocator&) = delete;
   tracked_allocator& operator=(const tracked_allocator&) = delete;

@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "streamsafe/alloc/allocator_observer.hpp"
 #include "streamsafe/device.hpp"
 #include "streamsafe/hazard/hazard.hpp"
 #include "streamsafe/hazard/policy.hpp"
@@ -140,6 +141,11 @@ class tracker {
   /// How `enforce` performs a missing record_stream(block, stream) at a free. Without one it
   /// synchronizes the host with that stream before the free, which is safe but slower.
   void set_record_stream_action(std::function<void(const void* block, StreamRef stream)> action);
+  /// The physical memory behind [ptr, ptr + bytes) was given back to the device or mapped anew
+  /// (engine::unmap, engine::map): what an allocator integration hears in
+  /// allocator_observer::on_mapping, so that old-lifetime accesses follow the bytes to another
+  /// address. Takes the device's observed order: call it with none of the tracker's locks held.
+  void track_mapping(const void* ptr, std::size_t bytes, mapping_change change);
 
   struct state;
 

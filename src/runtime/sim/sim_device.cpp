@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "alloc/sim_faults.hpp"
 #include "common/expects.hpp"
 #include "runtime/backends.hpp"
 #include "runtime/device_impl.hpp"
@@ -30,7 +31,10 @@ class SimStream final : public StreamImpl {
 
   void wait(EventImpl& event) override;
   void synchronize() override { scheduler_.wait(scheduler_.tail(queue_)); }
-  bool query() override { return scheduler_.query(scheduler_.tail(queue_)); }
+  bool query() override {
+    inject_sim_fault(sim_faults().stream_queries, "stream query", this);
+    return scheduler_.query(scheduler_.tail(queue_));
+  }
 
   void launch(const kernel& work) override {
     SS_EXPECTS(static_cast<bool>(work.sim), "launch of kernel '", work.name, "' on sim stream '", name(),
