@@ -1,7 +1,7 @@
 // `enforce` as a transaction on a live sim device: whatever throws while the tracker acts (the
-// allocator's record_stream, the sink, the enqueue), the engine holds no more than the runtime
-// did, so the allocator and the engine agree and the program may retry. And two trackers on one
-// device and thread each see the other's insertions as runtime calls.
+// allocator's record_stream, a runtime call, the sink, the enqueue), the engine holds no more
+// than the runtime did, so the allocator and the engine agree and the program may retry. And
+// two trackers on one device and thread each see the other's insertions as runtime calls.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 #include "streamsafe/error.hpp"
 #include "streamsafe/hazard/tracked_allocator.hpp"
 #include "streamsafe/hazard/tracker.hpp"
+#include "streamsafe/kernel.hpp"
 
 namespace streamsafe::testing {
 namespace {
@@ -91,6 +92,23 @@ TEST(TrackerTransaction, AnOpWhoseEnqueueThrowsIsNotRecorded) {
   tracker.on(main).writes(data, bytes).launch(fill_kernel(data, count, 3));
   EXPECT_THAT(tracker.hazards(), IsEmpty());
   device.synchronize();
+  device.deallocate(data);
+}
+
+// The host sync `enforce` inserts before a host read throws (the producer's kernel failed, and
+// the sync reports it): the model is told neither the sync nor the read, and the retry syncs.
+TEST(TrackerTransaction, AnInsertedSyncThatThrowsIsNotApplied) {
+  Device device = Device::sim();
+  hazard::tracker tracker(device, policy::enforce);
+  Stream producer(device, {.name = "producer"});
+  auto* data = static_cast<std::uint32_t*>(device.allocate(bytes));
+  const kernel failing{"failing_fill", {}, [] { throw std::runtime_error("device fault"); }};
+  tracker.on(producer).writes(data, bytes).launch(failing);  // still queued: sim runs it at the sync
+  EXPECT_THROW(tracker.host_reads(data, bytes), error);
+  EXPECT_EQ(tracker.inserted().host_syncs, 0u);
+  EXPECT_NO_THROW(tracker.host_reads(data, bytes));
+  EXPECT_EQ(tracker.inserted().host_syncs, 1u);
+  EXPECT_THAT(tracker.hazards(), IsEmpty());
   device.deallocate(data);
 }
 
