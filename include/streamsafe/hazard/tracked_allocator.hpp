@@ -24,7 +24,9 @@ class tracked_allocator {
   tracked_allocator(const tracked_allocator&) = delete;
   tracked_allocator& operator=(const tracked_allocator&) = delete;
 
-  /// As caching_allocator::allocate; the new lifetime starts on `stream`.
+  /// As caching_allocator::allocate; the new lifetime starts on `stream`. If the engine refuses
+  /// the lifetime (usage_error: it overlaps one the engine still holds), the block goes back to
+  /// the allocator before the error is rethrown.
   [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream,
                                streamsafe::source_location where = streamsafe::source_location::current());
   /// Tells the engine first: under `enforce`, record_stream is called for every stream whose
