@@ -15,6 +15,25 @@ agent_slot agent_table::slot_of(stream_id stream) {
   return slot;
 }
 
+std::optional<agent_slot> agent_table::find(stream_id stream) const {
+  if (auto it = slots_.find(static_cast<std::uint64_t>(stream)); it != slots_.end()) return it->second;
+  return std::nullopt;
+}
+
+std::optional<agent_slot> agent_table::find_any(stream_id stream) const {
+  if (auto live = find(stream)) return live;
+  const auto it = std::find_if(destroyed_.begin(), destroyed_.end(), [&](agent_slot slot) { return at(slot).id == stream; });
+  return it != destroyed_.end() ? std::optional(*it) : std::nullopt;
+}
+
+const vector_clock& agent_table::clock_at_enqueue(agent_slot stream, vector_clock& scratch) const {
+  const auto& agent = at(stream);
+  if (stream == host_slot || agent.host_generation_seen == host_generation_) return agent.clock;
+  scratch = agent.clock;
+  scratch.join(host_clock());
+  return scratch;
+}
+
 // A recycled slot starts with an empty clock except its own entry, which continues where the
 // previous owner stopped; its first op joins the host, which has seen all of that owner's work.
 agent_slot agent_table::take_free_slot() {

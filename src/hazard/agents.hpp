@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -37,6 +38,13 @@ class agent_table {
 
   /// The slot of `stream`, created on first sight (in a recycled slot when one is free).
   [[nodiscard]] agent_slot slot_of(stream_id stream);
+  /// The slot of a live `stream`, if it has one yet.
+  [[nodiscard]] std::optional<agent_slot> find(stream_id stream) const;
+  /// The same, or else the slot of a destroyed stream of that id not yet recycled.
+  [[nodiscard]] std::optional<agent_slot> find_any(stream_id stream) const;
+  /// The clock `stream`'s next op will have: its own, joined with the host's if that changed.
+  /// Changes nothing: `scratch` holds the join when one is needed.
+  [[nodiscard]] const vector_clock& clock_at_enqueue(agent_slot stream, vector_clock& scratch) const;
   [[nodiscard]] agent_state& at(agent_slot slot) { return agents_[index(slot)]; }
   [[nodiscard]] const agent_state& at(agent_slot slot) const { return agents_[index(slot)]; }
   [[nodiscard]] vector_clock& host_clock() { return agents_[0].clock; }

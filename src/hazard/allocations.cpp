@@ -28,7 +28,7 @@ allocation& allocation_table::add(std::uint64_t first, std::uint64_t size, agent
   return blocks_.emplace_hint(next, first, allocation{first, size, stream, {}})->second;
 }
 
-allocation& allocation_table::starting_at(std::uint64_t first) {
+const allocation& allocation_table::starting_at(std::uint64_t first) const {
   auto it = blocks_.find(first);
   if (it == blocks_.end()) throw usage_error(streamsafe::detail::concat("free of ", hex(first), ", which does not start a live allocation"));
   return it->second;

@@ -25,7 +25,7 @@ class allocation_table {
   /// Throws usage_error if the block is empty or overlaps a live allocation.
   allocation& add(std::uint64_t first, std::uint64_t size, agent_slot stream);
   /// The live allocation starting at `first`; throws usage_error if there is none.
-  [[nodiscard]] allocation& starting_at(std::uint64_t first);
+  [[nodiscard]] const allocation& starting_at(std::uint64_t first) const;
   /// The live allocation containing `ptr`; throws usage_error if there is none.
   [[nodiscard]] allocation& containing(std::uint64_t ptr);
   void remove(std::uint64_t first) { blocks_.erase(first); }

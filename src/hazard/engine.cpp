@@ -2,6 +2,7 @@
 // test itself is in detect.hpp; building report text is in report_text.cpp.
 #include "streamsafe/hazard/engine.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <unordered_map>
 
@@ -23,18 +24,24 @@ struct event_state {
   vector_clock clock;  // a copy of the recording stream's clock at the record
 };
 
-/// What makes two findings the same bug: the kind and the call sites of both ops.
+/// What makes two findings the same bug: the kind, and the call site and agent of both ops.
+/// Agents by slot, not stream id: a stream that takes a destroyed stream's slot shares its
+/// reports, so a stream per request that repeats one bug stays one report.
 struct site_pair {
   hazard_kind kind{};
   label_id first{};
   label_id second{};
+  agent_slot first_agent{};
+  agent_slot second_agent{};
   friend bool operator==(const site_pair&, const site_pair&) = default;
 };
 struct site_pair_hash {
   std::size_t operator()(const site_pair& key) const noexcept {
     const auto first = static_cast<std::uint64_t>(key.first);
     const auto second = static_cast<std::uint64_t>(key.second);
-    return std::hash<std::uint64_t>{}((first << 32 | second) * 8 + static_cast<std::uint64_t>(key.kind));
+    const auto agents = std::uint64_t{index(key.first_agent)} << 32 | index(key.second_agent);
+    return std::hash<std::uint64_t>{}((first << 32 | second) * 8 + static_cast<std::uint64_t>(key.kind)) ^
+           std::hash<std::uint64_t>{}(agents) * 31;
   }
 };
 constexpr std::size_t not_collected = static_cast<std::size_t>(-1);
@@ -64,104 +71,177 @@ struct engine::impl {
   [[nodiscard]] bool tracking() const noexcept { return mode != policy::off; }
 
   // ---- accesses ----
+  // An access is planned (enforce's missing waits, const), the plan applied once carried out,
+  // checked (hazards reported, nothing recorded) and committed (recorded), in that order: a
+  // sink or a runtime call that throws between two steps leaves no step after it in the model.
 
-  std::span<const insertion> access_as(agent_slot agent, std::span<const byte_range> reads,
-                                       std::span<const byte_range> writes, op_site site) {
-    inserted_now.clear();
-    if (agent != host_slot) agents.enqueue(agent);
-    const epoch now = agents.at(agent).clock.tick(agent);
-    if (agent == host_slot) agents.host_changed();
-    if (mode == policy::enforce) insert_missing_waits(agent, reads, writes, now);
-    found.clear();
-    for (const auto& range : reads) touch(agent, range, access_mode::read, now, site);
-    for (const auto& range : writes) touch(agent, range, access_mode::write, now, site);
-    emit_found(agent, site);
-    return inserted_now;
+  /// An insertion of a plan, with the slot of its producer: exact even where a destroyed
+  /// stream's id names a new stream now.
+  struct planned_step {
+    insertion needed;
+    agent_slot producer;
+  };
+  static void add_step(std::vector<planned_step>& planned, const insertion& needed, agent_slot producer) {
+    const auto same = [&](const planned_step& step) { return step.needed == needed; };
+    if (std::find_if(planned.begin(), planned.end(), same) == planned.end()) planned.push_back({needed, producer});
+  }
+  [[nodiscard]] static std::vector<insertion> insertions_of(const std::vector<planned_step>& planned) {
+    std::vector<insertion> out;
+    out.reserve(planned.size());
+    for (const auto& step : planned) out.push_back(step.needed);
+    return out;
   }
 
-  void touch(agent_slot agent, byte_range range, access_mode mode_, epoch now, op_site site) {
-    const current_access access{agents.at(agent).clock, access_record{agent, site.label, now, site.line, mode_}};
-    shadow.update(range, [&](shadow_cell& cell, byte_range piece) {
-      find_conflicts(cell, access, [&](hazard_kind kind, const access_record& earlier, const access_record* allocation) {
-        found.note(kind, earlier, mode_, piece, cell.freed_by, allocation);
-      });
-      if (cell.state != lifetime_state::freed) record_access(cell, access);
-    });
+  /// The clock and slot an access by `stream` is checked with; unseen streams take none yet.
+  struct acting_agent {
+    agent_slot slot;
+    const vector_clock& clock;
+  };
+  static constexpr agent_slot unseen_slot{~std::uint32_t{0}};  // matches no recorded access
+
+  acting_agent host_agent() const { return acting_agent{host_slot, agents.host_clock()}; }
+  acting_agent stream_agent(stream_id stream, vector_clock& scratch) const {
+    const auto slot = agents.find(stream);
+    if (!slot) return acting_agent{unseen_slot, agents.host_clock()};  // its first op joins the host
+    return acting_agent{*slot, agents.clock_at_enqueue(*slot, scratch)};
   }
 
   // enforce: every agent this access conflicts with gets waited for before the access; for a
   // block used off its allocation stream, that is the allocation stream (after the allocation).
-  void insert_missing_waits(agent_slot agent, std::span<const byte_range> reads, std::span<const byte_range> writes,
-                            epoch now) {
-    std::vector<agent_slot> producers;
+  [[nodiscard]] std::vector<planned_step> plan_waits(const acting_agent& actor, stream_id waiter,
+                                                     std::span<const byte_range> reads,
+                                                     std::span<const byte_range> writes) const {
+    std::vector<planned_step> planned;
+    if (mode != policy::enforce) return planned;
     const auto collect = [&](std::span<const byte_range> ranges, access_mode mode_) {
-      const current_access access{agents.at(agent).clock, access_record{agent, label_id{}, now, 0, mode_}};
+      const current_access access{actor.clock, access_record{actor.slot, label_id{}, epoch{0}, 0, mode_}};
       for (const auto& range : ranges) {
         shadow.visit(range, [&](const shadow_cell& cell, byte_range) {
           find_conflicts(cell, access, [&](hazard_kind kind, const access_record& earlier, const access_record* allocation) {
+            if (kind == hazard_kind::use_after_free) return;
             const agent_slot producer = allocation != nullptr ? allocation->agent : earlier.agent;
-            if (kind != hazard_kind::use_after_free && std::find(producers.begin(), producers.end(), producer) == producers.end()) {
-              producers.push_back(producer);
-            }
+            const stream_id id = agents.at(producer).id;
+            add_step(planned, actor.slot == host_slot ? insertion{insertion_kind::host_sync, {}, id, 0}
+                                                      : insertion{insertion_kind::stream_wait, waiter, id, 0},
+                     producer);
           });
         });
       }
     };
     collect(reads, access_mode::read);
     collect(writes, access_mode::write);
-    for (const agent_slot producer : producers) wait_for(agent, producer);
+    return planned;
   }
 
-  void wait_for(agent_slot waiter, agent_slot producer) {
-    agents.at(waiter).clock.join(agents.at(producer).clock);
-    const stream_id producer_id = agents.at(producer).id;
-    if (waiter == host_slot) {
-      agents.host_changed();
-      ++counts.host_syncs;
-      inserted_now.push_back(insertion{insertion_kind::host_sync, {}, producer_id, 0});
-    } else {
-      ++counts.stream_waits;
-      inserted_now.push_back(insertion{insertion_kind::stream_wait, agents.at(waiter).id, producer_id, 0});
+  /// Hazards of the access as the model stands, reported; the model is not changed.
+  void check_as(agent_slot agent, std::span<const byte_range> reads, std::span<const byte_range> writes, op_site site) {
+    vector_clock scratch;
+    const current_access base{agents.clock_at_enqueue(agent, scratch), access_record{agent, site.label, epoch{0}, site.line, access_mode::read}};
+    found.clear();
+    const auto check = [&](std::span<const byte_range> ranges, access_mode mode_) {
+      current_access access = base;
+      access.record.mode = mode_;
+      for (const auto& range : ranges) {
+        shadow.visit(range, [&](const shadow_cell& cell, byte_range piece) {
+          find_conflicts(cell, access, [&](hazard_kind kind, const access_record& earlier, const access_record* allocation) {
+            found.note(kind, earlier, mode_, piece, cell.freed_by, allocation);
+          });
+        });
+      }
+    };
+    check(reads, access_mode::read);
+    check(writes, access_mode::write);
+    emit_found(agent, site);
+  }
+
+  /// Records the access: the op was performed.
+  void commit_as(agent_slot agent, std::span<const byte_range> reads, std::span<const byte_range> writes, op_site site) {
+    if (agent != host_slot) agents.enqueue(agent);
+    const epoch now = agents.at(agent).clock.tick(agent);
+    if (agent == host_slot) agents.host_changed();
+    for (const auto& range : reads) record(agent, range, access_mode::read, now, site);
+    for (const auto& range : writes) record(agent, range, access_mode::write, now, site);
+  }
+
+  void record(agent_slot agent, byte_range range, access_mode mode_, epoch now, op_site site) {
+    const current_access access{agents.at(agent).clock, access_record{agent, site.label, now, site.line, mode_}};
+    shadow.update(range, [&](shadow_cell& cell, byte_range) {
+      if (cell.state != lifetime_state::freed) record_access(cell, access);
+    });
+  }
+
+  // ---- insertions ----
+
+  /// Applies insertions a caller carried out on the runtime, their producers found by id.
+  void apply(std::span<const insertion> performed) {
+    inserted_now.clear();
+    for (const auto& done : performed) apply_one(done, agents.find_any(done.producer));
+  }
+  /// The same for a plan made in this call (a replay), its producers' slots exact.
+  void apply(const std::vector<planned_step>& planned) {
+    inserted_now.clear();
+    for (const auto& step : planned) apply_one(step.needed, step.producer);
+  }
+
+  void apply_one(const insertion& done, std::optional<agent_slot> producer) {
+    inserted_now.push_back(done);
+    switch (done.kind) {
+      case insertion_kind::stream_wait: {
+        ++counts.stream_waits;
+        const agent_slot waiter = agents.slot_of(done.waiter);
+        agents.enqueue(waiter);
+        if (producer) agents.at(waiter).clock.join(agents.at(*producer).clock);
+        return;
+      }
+      case insertion_kind::host_sync:
+        ++counts.host_syncs;
+        if (producer) host_joins(agents.at(*producer).clock);
+        return;
+      case insertion_kind::record_stream:
+        ++counts.record_streams;
+        // A stream that left the model had all its work seen finished: the release covers it.
+        if (producer) record_stream_on(done.block, *producer);
+        return;
     }
   }
 
   // ---- lifetimes ----
 
-  std::span<const insertion> free_block(std::uint64_t ptr, op_site site) {
-    inserted_now.clear();
-    allocation& block = allocations.starting_at(ptr);
+  /// The release point of `block` as it stands: what the next allocation's stream follows.
+  [[nodiscard]] vector_clock release_of(const allocation& block) const {
     vector_clock release = agents.host_clock();  // host ops before the free precede any reuse
     release.join(agents.at(block.stream).clock);
     for (const agent_slot stream : block.recorded) release.join(agents.at(stream).clock);
-    if (mode == policy::enforce) insert_missing_records(block, release);
+    return release;
+  }
+
+  // enforce: every stream that touched the block and is not covered gets recorded on it.
+  [[nodiscard]] std::vector<planned_step> plan_records(std::uint64_t ptr) const {
+    const allocation& block = allocations.starting_at(ptr);
+    std::vector<planned_step> planned;
+    if (mode != policy::enforce) return planned;
+    const vector_clock release = release_of(block);
+    const auto note_uncovered = [&](const access_record& old) {
+      if (release.covers(old.agent, old.time)) return;
+      add_step(planned, insertion{insertion_kind::record_stream, {}, agents.at(old.agent).id, block.first}, old.agent);
+    };
+    shadow.visit(block.bytes(), [&](const shadow_cell& cell, byte_range) {
+      if (cell.write) note_uncovered(*cell.write);
+      cell.reads.for_each(note_uncovered);
+    });
+    return planned;
+  }
+
+  /// Ends the lifetime at `ptr` with the records it has; inserts nothing.
+  void commit_free(std::uint64_t ptr, op_site site) {
+    const allocation& block = allocations.starting_at(ptr);
+    const vector_clock release = release_of(block);
     const free_record freed{site.label, site.line, ptr};
     const release_point point{release, agents.host_clock()};
     shadow.update(block.bytes(), [&](shadow_cell& cell, byte_range) { retire(cell, point, freed); });
     agents.release(block.stream);
     for (const agent_slot stream : block.recorded) agents.release(stream);
     allocations.remove(ptr);
-    return inserted_now;
-  }
-
-  // enforce: every stream that touched the block and is not covered gets recorded on it.
-  void insert_missing_records(allocation& block, vector_clock& release) {
-    std::vector<agent_slot> missing;
-    const auto note_uncovered = [&](const access_record& old) {
-      if (!release.covers(old.agent, old.time) && std::find(missing.begin(), missing.end(), old.agent) == missing.end()) {
-        missing.push_back(old.agent);
-      }
-    };
-    shadow.visit(block.bytes(), [&](const shadow_cell& cell, byte_range) {
-      if (cell.write) note_uncovered(*cell.write);
-      cell.reads.for_each(note_uncovered);
-    });
-    for (const agent_slot stream : missing) {
-      release.join(agents.at(stream).clock);
-      block.recorded.push_back(stream);
-      agents.hold(stream);
-      ++counts.record_streams;
-      inserted_now.push_back(insertion{insertion_kind::record_stream, {}, agents.at(stream).id, block.first});
-    }
   }
 
   // Bytes that keep old-lifetime accesses get the allocation as an op of its stream: the release
@@ -226,7 +306,7 @@ struct engine::impl {
 
   void emit_found(agent_slot agent, op_site site) {
     for (const auto& f : found.all()) {
-      const site_pair key{f.kind, f.first.label, site.label};
+      const site_pair key{f.kind, f.first.label, site.label, f.first.agent, agent};
       if (is_repeat(key)) continue;
       hazard report;
       report.kind = f.kind;
@@ -244,7 +324,7 @@ struct engine::impl {
   }
 
   void emit_wait_finding(hazard_kind kind, agent_slot stream, event_id event, op_site site) {
-    const site_pair key{kind, site.label, site.label};
+    const site_pair key{kind, site.label, site.label, stream, stream};
     if (is_repeat(key)) return;
     hazard report;
     report.kind = kind;
@@ -304,10 +384,22 @@ void engine::alloc(std::uint64_t ptr, std::uint64_t size, stream_id stream, op_s
   impl_->alloc_block(ptr, size, impl_->agents.slot_of(stream), site);
 }
 
+std::vector<insertion> engine::plan_free(std::uint64_t ptr) const {
+  if (!impl_->tracking()) return {};
+  return impl::insertions_of(impl_->plan_records(ptr));
+}
+
+void engine::commit_free(std::uint64_t ptr, op_site site) {
+  if (!impl_->tracking()) return;
+  record_op(impl_->recorder, free_op(ptr, impl_->labels.loc(site.label)));
+  impl_->commit_free(ptr, site);
+}
+
 std::span<const insertion> engine::free(std::uint64_t ptr, op_site site) {
   if (!impl_->tracking()) return {};
-  record_op(impl_->recorder, free_op(ptr, impl_->labels.loc(site.label)));
-  return impl_->free_block(ptr, site);
+  impl_->apply(impl_->plan_records(ptr));
+  commit_free(ptr, site);
+  return impl_->inserted_now;
 }
 
 void engine::record_stream(std::uint64_t ptr, stream_id stream, op_site site) {
@@ -328,18 +420,66 @@ void engine::map(std::uint64_t ptr, std::uint64_t size, op_site site) {
   impl_->given_back.give(impl_->shadow, {ptr, size}, impl_->agents.host_clock());
 }
 
+std::vector<insertion> engine::plan_access(stream_id stream, std::span<const byte_range> reads,
+                                           std::span<const byte_range> writes) const {
+  if (!impl_->tracking()) return {};
+  vector_clock scratch;
+  return impl::insertions_of(impl_->plan_waits(impl_->stream_agent(stream, scratch), stream, reads, writes));
+}
+
+std::vector<insertion> engine::plan_host_access(std::span<const byte_range> reads,
+                                                std::span<const byte_range> writes) const {
+  if (!impl_->tracking()) return {};
+  return impl::insertions_of(impl_->plan_waits(impl_->host_agent(), stream_id{}, reads, writes));
+}
+
+void engine::apply(std::span<const insertion> performed) {
+  if (!impl_->tracking()) return;
+  impl_->apply(performed);
+}
+
+void engine::check_access(stream_id stream, std::span<const byte_range> reads, std::span<const byte_range> writes,
+                          op_site site) {
+  if (!impl_->tracking()) return;
+  impl_->check_as(impl_->agents.slot_of(stream), reads, writes, site);
+}
+
+void engine::check_host_access(std::span<const byte_range> reads, std::span<const byte_range> writes, op_site site) {
+  if (!impl_->tracking()) return;
+  impl_->check_as(host_slot, reads, writes, site);
+}
+
+void engine::commit_access(stream_id stream, std::span<const byte_range> reads, std::span<const byte_range> writes,
+                           op_site site) {
+  if (!impl_->tracking()) return;
+  record_op(impl_->recorder, kernel_op(stream, impl_->labels.op_name(site.label), reads, writes, impl_->labels.loc(site.label)));
+  impl_->commit_as(impl_->agents.slot_of(stream), reads, writes, site);
+}
+
+void engine::commit_host_access(std::span<const byte_range> reads, std::span<const byte_range> writes, op_site site) {
+  if (!impl_->tracking()) return;
+  record_host_access(impl_->recorder, reads, writes, impl_->labels.loc(site.label));
+  impl_->commit_as(host_slot, reads, writes, site);
+}
+
+// Without a runtime to act on (a replay), the plan is applied as made.
 std::span<const insertion> engine::access(stream_id stream, std::span<const byte_range> reads,
                                           std::span<const byte_range> writes, op_site site) {
   if (!impl_->tracking()) return {};
-  record_op(impl_->recorder, kernel_op(stream, impl_->labels.op_name(site.label), reads, writes, impl_->labels.loc(site.label)));
-  return impl_->access_as(impl_->agents.slot_of(stream), reads, writes, site);
+  vector_clock scratch;
+  impl_->apply(impl_->plan_waits(impl_->stream_agent(stream, scratch), stream, reads, writes));
+  check_access(stream, reads, writes, site);
+  commit_access(stream, reads, writes, site);
+  return impl_->inserted_now;
 }
 
 std::span<const insertion> engine::host_access(std::span<const byte_range> reads, std::span<const byte_range> writes,
                                                op_site site) {
   if (!impl_->tracking()) return {};
-  record_host_access(impl_->recorder, reads, writes, impl_->labels.loc(site.label));
-  return impl_->access_as(host_slot, reads, writes, site);
+  impl_->apply(impl_->plan_waits(impl_->host_agent(), stream_id{}, reads, writes));
+  check_host_access(reads, writes, site);
+  commit_host_access(reads, writes, site);
+  return impl_->inserted_now;
 }
 
 void engine::event_record(event_id event, stream_id stream, op_site site) {

@@ -54,7 +54,13 @@ tracked_allocator::~tracked_allocator() {
 
 void* tracked_allocator::allocate(std::size_t bytes, StreamRef stream, streamsafe::source_location where) {
   void* ptr = allocator_.allocate(bytes, stream);
-  if (ptr != nullptr) hazards_.track_alloc(ptr, allocator_.block_of(ptr).size, stream, where);
+  if (ptr == nullptr) return ptr;
+  try {
+    hazards_.track_alloc(ptr, allocator_.block_of(ptr).size, stream, where);
+  } catch (...) {
+    allocator_.deallocate(ptr);  // the engine refused the lifetime: neither keeps the block
+    throw;
+  }
   return ptr;
 }
 

@@ -1,12 +1,16 @@
 // The engine on a live device. An observer keeps the engine's clocks in step with the runtime;
-// tracked ops are checked before they are enqueued; `enforce`'s insertions are carried out on
-// the runtime with pooled events, while a thread-local flag keeps the observer from telling the
-// engine about orderings it already applied. Every entry point takes the device's observed
-// order first and the tracker's lock second (the order callbacks arrive in), so a tracked op's
-// check, insertions and enqueue are one step of the runtime's order.
+// tracked ops are checked before they are enqueued. `enforce` is a transaction: the engine plans
+// the insertions (its model unchanged), the tracker carries them out on the runtime with pooled
+// events, and only then are they applied and the op checked, enqueued and committed, so nothing
+// that throws on the way leaves the model ahead of the runtime. While a tracker acts, its own
+// observer skips the callbacks of its insertions (the plan says them already); other trackers
+// and other threads are not affected. Every entry point takes the device's observed order first
+// and the tracker's lock second (the order callbacks arrive in), so a tracked op's check,
+// insertions and enqueue are one step of the runtime's order.
 #include "streamsafe/hazard/tracker.hpp"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -14,7 +18,6 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -29,11 +32,56 @@ namespace streamsafe::hazard {
 
 namespace {
 
-thread_local bool applying_insertions = false;
+/// The trackers this thread is carrying insertions out for, innermost last.
+thread_local std::vector<const void*> acting_trackers;
+
+/// Marks this thread as acting for one tracker while it lives.
+class acting_scope {
+ public:
+  explicit acting_scope(const void* tracker) { acting_trackers.push_back(tracker); }
+  ~acting_scope() { acting_trackers.pop_back(); }
+  acting_scope(const acting_scope&) = delete;
+  acting_scope& operator=(const acting_scope&) = delete;
+};
+
+/// Erases the entries `done` says are finished once `map` has doubled since the last sweep (plus
+/// a little): amortized O(1) per insertion, and `map` stays within about twice what is live.
+template <typename Map, typename Done>
+void sweep_when_doubled(Map& map, std::size_t& kept_at_last_sweep, Done&& done) {
+  constexpr std::size_t slack = 8;
+  if (map.size() < 2 * kept_at_last_sweep + slack) return;
+  std::erase_if(map, done);
+  kept_at_last_sweep = map.size();
+}
+
+[[nodiscard]] bool is_acting(const void* tracker) {
+  return std::find(acting_trackers.begin(), acting_trackers.end(), tracker) != acting_trackers.end();
+}
 
 stream_id engine_id(StreamRef stream) { return stream_id{static_cast<std::uint64_t>(stream.id())}; }
 event_id engine_id(EventRef event) { return event_id{static_cast<std::uint64_t>(event.id())}; }
 std::uint64_t address(const void* ptr) { return reinterpret_cast<std::uint64_t>(ptr); }
+
+/// The engine calls of one tracked access by a stream (see tracker::state::transact).
+struct stream_access {
+  stream_id stream;
+  std::span<const byte_range> reads;
+  std::span<const byte_range> writes;
+  op_site site;
+  [[nodiscard]] std::vector<insertion> plan(const engine& model) const { return model.plan_access(stream, reads, writes); }
+  void check(engine& model) const { model.check_access(stream, reads, writes, site); }
+  void commit(engine& model) const { model.commit_access(stream, reads, writes, site); }
+};
+
+/// The same by the host.
+struct host_access {
+  std::span<const byte_range> reads;
+  std::span<const byte_range> writes;
+  op_site site;
+  [[nodiscard]] std::vector<insertion> plan(const engine& model) const { return model.plan_host_access(reads, writes); }
+  void check(engine& model) const { model.check_host_access(reads, writes, site); }
+  void commit(engine& model) const { model.commit_host_access(reads, writes, site); }
+};
 
 std::string location(const streamsafe::source_location& where) {
   return std::filesystem::path(where.file_name()).filename().string() + ":" + std::to_string(where.line());
@@ -81,18 +129,18 @@ struct tracker::state final : RuntimeObserver {
   std::unordered_map<std::uint64_t, known_stream> streams;  // live handles, by runtime stream id
   // Destroyed handles whose work may still be pending: kept until it is seen done.
   std::unordered_map<std::uint64_t, known_stream> retired_streams;
+  // Destroyed handles whose impl another holder keeps alive (an allocator's share): the runtime's
+  // ops on them are theirs, and the engine is told of their end once the impl is gone. Weak: the
+  // tracker does not keep them alive.
+  std::unordered_map<std::uint64_t, std::weak_ptr<detail::StreamImpl>> destroyed;
   std::function<void(const void*, StreamRef)> record_stream_action;
   std::function<void(const hazard&)> sink;  // null: collect
   std::vector<hazard> collected;
-  std::unordered_set<std::string> reported_sites;
   std::uint64_t ops = 0;
 
-  /// A live program repeats its bugs every iteration: each (kind, pair of call sites) is
-  /// reported once, so a long run's memory stays bounded.
+  /// The engine reports each (kind, pair of call sites and agents) once: a live program that
+  /// repeats a bug every iteration gets one report, and memory stays bounded.
   void deliver(const hazard& found) {
-    const auto site_key = [](const op_ref& op) { return op.op + '@' + op.loc + '@' + op.stream + '|'; };
-    std::string key = std::string(kind_name(found.kind)) + '|' + site_key(found.first) + site_key(found.second);
-    if (!reported_sites.insert(std::move(key)).second) return;
     if (sink) {
       sink(found);
     } else {
@@ -131,28 +179,34 @@ struct tracker::state final : RuntimeObserver {
     return op_site{label, ++ops};
   }
 
+  /// Registers a stream on first sight. One whose handle was destroyed is not taken back: the
+  /// runtime still makes calls on it (an allocator's fence or query), and they are its own.
   void know(StreamRef stream) {
     const auto id = static_cast<std::uint64_t>(stream.id());
-    if (streams.contains(id)) return;
+    if (streams.contains(id) || destroyed.contains(id)) return;
     streams.emplace(id, known_stream{stream, stream.impl().weak_from_this().lock()});
     model.name_stream(engine_id(stream), stream.name());
   }
 
   /// The tracker's side of a stream's end: its handle is gone, but `enforce` may still have to
-  /// wait for or record work it enqueued, so the stream is kept until that work is done.
+  /// wait for or record work it enqueued, so the stream is kept until that work is done. The
+  /// engine is told once no runtime call can name the stream any more (a later op naming its id
+  /// would be a new stream's): at once when the tracker holds the last share, else when the
+  /// other holders (an allocator's pool, a pending free) have let it go.
   void forget_stream(streamsafe::stream_id id) {
-    model.stream_destroy(stream_id{static_cast<std::uint64_t>(id)}, site("stream_destroy"));
-    const auto node = streams.extract(static_cast<std::uint64_t>(id));
-    if (node.empty() || !node.mapped().keep) return;
-    if (retired_streams.size() >= retired_check_threshold) drop_idle_retired();
-    retired_streams.emplace(node.key(), node.mapped());
+    auto node = streams.extract(static_cast<std::uint64_t>(id));
+    if (node.empty() || !node.mapped().keep || node.mapped().keep.use_count() == 1) {
+      model.stream_destroy(stream_id{static_cast<std::uint64_t>(id)}, site("stream_destroy"));
+    } else {
+      remember_destroyed(node.key(), node.mapped().keep);
+    }
+    // A destroyed stream gets no new work: once its queue is seen empty it never needs acting on.
+    if (node.empty() || !node.mapped().keep || seen_idle(node.key(), *node.mapped().keep)) return;
+    sweep_when_doubled(retired_streams, retired_kept,
+                       [](const auto& entry) { return seen_idle(entry.first, *entry.second.keep); });
+    retired_streams.emplace(node.key(), std::move(node.mapped()));
   }
-  static constexpr std::size_t retired_check_threshold = 64;
-  /// A destroyed stream gets no new work: once its queue is seen empty it never needs acting on.
-  /// Runs from a stream's destruction, which cannot throw: a stream whose query fails is kept.
-  void drop_idle_retired() noexcept {
-    std::erase_if(retired_streams, [](const auto& entry) { return seen_idle(entry.first, *entry.second.keep); });
-  }
+  std::size_t retired_kept = 0;
   static bool seen_idle(std::uint64_t id, detail::StreamImpl& stream) noexcept {
     try {
       return stream.query();
@@ -166,6 +220,16 @@ struct tracker::state final : RuntimeObserver {
     return false;
   }
 
+  void remember_destroyed(std::uint64_t id, const std::shared_ptr<detail::StreamImpl>& impl) {
+    sweep_when_doubled(destroyed, destroyed_kept, [&](const auto& entry) {
+      if (!entry.second.expired()) return false;
+      model.stream_destroy(stream_id{entry.first}, site("stream_destroy"));
+      return true;
+    });
+    destroyed.emplace(id, impl);
+  }
+  std::size_t destroyed_kept = 0;
+
   /// The stream to act on, or none when it was destroyed and its work is done (nothing to do).
   std::optional<known_stream> stream_of(stream_id id) const {
     const auto key = static_cast<std::uint64_t>(id);
@@ -174,9 +238,9 @@ struct tracker::state final : RuntimeObserver {
     return std::nullopt;
   }
 
-  /// `enforce`, first step: what the engine applied to its model, resolved to the streams that
-  /// carry it out. Insertions for streams whose work is already done are dropped.
-  std::vector<planned_insertion> plan(std::span<const insertion> insertions) const {
+  /// `enforce`, first step: the engine's plan, resolved to the streams that carry it out.
+  /// Insertions for streams whose work is already done are dropped.
+  std::vector<planned_insertion> resolve(std::span<const insertion> insertions) const {
     std::vector<planned_insertion> planned;
     for (const auto& needed : insertions) {
       auto producer = stream_of(needed.producer);
@@ -193,18 +257,13 @@ struct tracker::state final : RuntimeObserver {
   }
 
   /// `enforce`, second step: performs the plan on the runtime (and, for record_stream, through
-  /// `record_stream`, the allocator's action) without telling the model again.
+  /// `record_stream`, the allocator's action); this tracker's observer skips the callbacks, as
+  /// the model is told by applying the plan. May throw: the model has not been told yet.
   void act(std::span<const planned_insertion> planned,
            const std::function<void(const void*, StreamRef)>& record_stream) {
     if (planned.empty()) return;
-    applying_insertions = true;
-    try {
-      for (const auto& step : planned) act_one(step, record_stream);
-    } catch (...) {
-      applying_insertions = false;
-      throw;
-    }
-    applying_insertions = false;
+    const acting_scope acting(this);
+    for (const auto& step : planned) act_one(step, record_stream);
   }
 
   void act_one(const planned_insertion& step, const std::function<void(const void*, StreamRef)>& record_stream) {
@@ -228,13 +287,31 @@ struct tracker::state final : RuntimeObserver {
     }
   }
 
-  /// Plans and acts at once, for insertions made of runtime calls only (waits, host syncs).
-  void apply(std::span<const insertion> insertions) { act(plan(insertions), record_stream_action); }
+  /// One tracked access as a transaction (the caller holds the observed order and the lock):
+  /// plan, act, apply, check (the sink may throw), perform the op, commit. Whatever throws, the
+  /// model holds only what the runtime did. `side` names the engine calls of the acting agent.
+  template <typename Side, typename Perform>
+  void transact(const Side& side, Perform&& perform) {
+    const std::vector<insertion> planned = side.plan(model);
+    act(resolve(planned), record_stream_action);
+    model.apply(planned);
+    side.check(model);
+    perform();
+    side.commit(model);
+  }
+
+  /// A host access: one step of the observed order, nothing to enqueue.
+  void host(host_access access, std::string_view op_name, const streamsafe::source_location& where) {
+    observed_order_lock order(device);
+    std::lock_guard lock(mutex);
+    access.site = site(op_name, where);
+    transact(access, [] {});
+  }
 
   // RuntimeObserver: keep the engine's clocks in step with the runtime.
   template <typename Update>
   void observe(Update&& update) {
-    if (applying_insertions) return;
+    if (is_acting(this)) return;
     std::lock_guard lock(mutex);
     update();
   }
@@ -325,17 +402,13 @@ void tracker::set_record_stream_action(std::function<void(const void*, StreamRef
 tracked_op tracker::on(StreamRef stream, streamsafe::source_location where) { return tracked_op(*this, stream, where); }
 
 void tracker::host_reads(const void* ptr, std::size_t bytes, streamsafe::source_location where) {
-  observed_order_lock order(state_->device);
-  std::lock_guard lock(state_->mutex);
   const byte_range range{address(ptr), bytes};
-  state_->apply(state_->model.host_access({&range, 1}, {}, state_->site("host_read", where)));
+  state_->host(host_access{{&range, 1}, {}, {}}, "host_read", where);
 }
 
 void tracker::host_writes(const void* ptr, std::size_t bytes, streamsafe::source_location where) {
-  observed_order_lock order(state_->device);
-  std::lock_guard lock(state_->mutex);
   const byte_range range{address(ptr), bytes};
-  state_->apply(state_->model.host_access({}, {&range, 1}, state_->site("host_write", where)));
+  state_->host(host_access{{}, {&range, 1}, {}}, "host_write", where);
 }
 
 void tracker::track_alloc(const void* ptr, std::size_t bytes, StreamRef stream, streamsafe::source_location where) {
@@ -345,19 +418,28 @@ void tracker::track_alloc(const void* ptr, std::size_t bytes, StreamRef stream, 
   state_->model.alloc(address(ptr), bytes, engine_id(stream), state_->site("alloc", where));
 }
 
+// The free's transaction. Acting runs outside both locks: the allocator's record_stream takes
+// the allocator's lock, which is held around runtime calls that take the observed order. The
+// block is not back in the allocator yet, so nothing can reuse it before these record_streams
+// are made; if one throws, the engine has not freed the block either, so the caller may free it
+// again. Between plan and commit another thread's op on the block would be the program's race
+// with its own free; its clock joins at apply, as the plan's streams' do.
 void tracker::track_free(const void* ptr, streamsafe::source_location where) {
+  std::vector<insertion> needed;
   std::vector<planned_insertion> planned;
   std::function<void(const void*, StreamRef)> record_stream;
   {
     observed_order_lock order(state_->device);
     std::lock_guard lock(state_->mutex);
-    planned = state_->plan(state_->model.free(address(ptr), state_->site("free", where)));
+    needed = state_->model.plan_free(address(ptr));  // throws for a pointer that is not live
+    planned = state_->resolve(needed);
     record_stream = state_->record_stream_action;
   }
-  // Outside both locks: the allocator's record_stream takes the allocator's lock, which is held
-  // around runtime calls that take the observed order. The block is not back in the allocator
-  // yet, so nothing can reuse it before these record_streams are made.
   state_->act(planned, record_stream);
+  observed_order_lock order(state_->device);
+  std::lock_guard lock(state_->mutex);
+  state_->model.apply(needed);
+  state_->model.commit_free(address(ptr), state_->site("free", where));
 }
 
 void tracker::track_record_stream(const void* ptr, StreamRef stream, streamsafe::source_location where) {
@@ -385,9 +467,8 @@ void tracker::submit(const tracked_op& op, std::string_view op_name, const std::
   observed_order_lock order(state_->device);
   std::lock_guard lock(state_->mutex);
   state_->know(op.stream_);
-  state_->apply(state_->model.access(engine_id(op.stream_), op.reads_.view(), op.writes_.view(),
-                                     state_->site(op_name, op.where_)));
-  enqueue();
+  state_->transact(stream_access{engine_id(op.stream_), op.reads_.view(), op.writes_.view(), state_->site(op_name, op.where_)},
+                   enqueue);
 }
 
 void range_list::push_back(byte_range range) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "streamsafe/error.hpp"
@@ -272,6 +274,62 @@ TEST_F(EngineTest, TheSinkSeesARepeatedBugOnce) {
     model.device_sync(at("device_sync"));
   }
   EXPECT_EQ(seen.size(), 1U);
+}
+
+TEST_F(EngineTest, TheSameCallSitesOnTwoStreamPairsAreTwoReports) {
+  constexpr stream_id d{4};
+  for (const auto& [writer, reader] : {std::pair{a, b}, std::pair{c, d}}) {
+    write(writer, {0, 64}, "fill");
+    read(reader, {0, 64}, "consume");
+    model.device_sync(at("device_sync"));
+  }
+  ASSERT_EQ(kinds(), (std::vector{hazard_kind::race, hazard_kind::race}));
+  EXPECT_EQ(model.hazards()[1].first.stream, "stream 3");
+  EXPECT_EQ(model.hazards()[1].second.stream, "stream 4");
+}
+
+// enforce as a transaction: plans change nothing; what is applied is what was carried out.
+class EngineTransactionTest : public EngineTest {
+ protected:
+  EngineTransactionTest() { model.set_mode(policy::enforce); }
+  static constexpr byte_range bytes{0, 64};
+};
+
+TEST_F(EngineTransactionTest, APlannedWaitIsMissingUntilApplied) {
+  write(a, bytes, "fill");
+  const auto planned = model.plan_access(b, std::array{bytes}, {});
+  ASSERT_EQ(planned, (std::vector{insertion{insertion_kind::stream_wait, b, a, 0}}));
+  EXPECT_EQ(model.plan_access(b, std::array{bytes}, {}), planned);  // planning applied nothing
+  EXPECT_EQ(model.inserted().total(), 0U);
+  model.apply(planned);
+  EXPECT_TRUE(model.plan_access(b, std::array{bytes}, {}).empty());
+  EXPECT_EQ(model.inserted().stream_waits, 1U);
+  const op_site site = at("consume");
+  model.check_access(b, std::array{bytes}, {}, site);
+  model.commit_access(b, std::array{bytes}, {}, site);
+  EXPECT_TRUE(model.hazards().empty());
+}
+
+TEST_F(EngineTransactionTest, APlannedFreeLeavesTheBlockLive) {
+  model.alloc(4096, 64, a, at("alloc"));
+  read(b, {4096, 64}, "side_read");
+  const auto planned = model.plan_free(4096);
+  ASSERT_EQ(planned, (std::vector{insertion{insertion_kind::record_stream, {}, b, 4096}}));
+  EXPECT_NO_THROW(model.record_stream(4096, c, at("record_stream")));  // still live
+  EXPECT_EQ(model.plan_free(4096), planned);
+  model.apply(planned);
+  model.commit_free(4096, at("free"));
+  EXPECT_EQ(model.inserted().record_streams, 1U);
+  EXPECT_THROW((void)model.plan_free(4096), usage_error);
+}
+
+TEST_F(EngineTransactionTest, AThrowingSinkLeavesTheAccessUnrecorded) {
+  model.set_mode(policy::report);
+  model.on_hazard([](const hazard&) { throw std::runtime_error("sink"); });
+  write(a, bytes, "first");
+  EXPECT_THROW(write(b, bytes, "racing"), std::runtime_error);
+  model.stream_sync(a, at("sync"));
+  EXPECT_NO_THROW(write(a, bytes, "after_sync"));  // b's write never happened: nothing to race
 }
 
 TEST_F(EngineTest, ADestroyedEventIsForgotten) {

@@ -52,6 +52,20 @@ TEST(TrackedAllocatorEnforce, RecordsAStreamWhoseHandleIsGoneBeforeTheBlockIsReu
   device.deallocate(seen);
 }
 
+// A block freed behind the engine's back comes out of the allocator again: the engine refuses
+// the new lifetime (it still holds the old one), and the block must not stay allocated.
+TEST(TrackedAllocatorErrors, ALifetimeTheEngineRefusesGoesBackToTheAllocator) {
+  Device device = Device::sim();
+  caching_allocator allocator(device, allocator_options{});
+  hazard::tracker tracker(device, policy::report);
+  hazard::tracked_allocator memory(allocator, tracker);
+  Stream main(device, {.name = "main"});
+  void* block = memory.allocate(bytes, main);
+  allocator.deallocate(block);  // untracked free: the engine still holds the lifetime
+  EXPECT_THROW((void)memory.allocate(bytes, main), usage_error);  // the same bytes, cached at once
+  EXPECT_EQ(allocator.stats().allocated_bytes.current, 0);
+}
+
 TEST(TrackedAllocatorOptions, RefusesStitchedGrowthNamingTheOptionAndTheAlternatives) {
   Device device = Device::sim();
   caching_allocator allocator(device, allocator_options{.segments = segment_kind::expandable,

@@ -21,7 +21,8 @@
 // Bytes never named by alloc have no lifetime: they are simply accessed.
 //
 // Each hazard is found once per pair of conflicting ops, at the later op, and reported once per
-// kind and pair of call sites (labels): later finds only raise the reported hazard's `count`.
+// kind, pair of call sites (labels) and pair of agents (stream slots): later finds only raise the
+// reported hazard's `count`.
 // Cost: an access is O(1) in the number of streams in the common case (FastTrack epochs: the
 // last write is one epoch, reads are one epoch until two streams read concurrently), plus
 // O(log n) in the number of distinct byte ranges tracked.
@@ -58,8 +59,10 @@ class engine {
   /// Changing the policy keeps the model; switching away from `off` starts from what was seen.
   void set_mode(policy mode) noexcept;
 
-  /// Hazards go to `sink` instead of being collected (each kind and pair of call sites once). The sink may throw: the exception leaves
-  /// the engine call after the model was updated, so the engine stays consistent.
+  /// Hazards go to `sink` instead of being collected (each kind and pair of call sites and
+  /// agents once). The sink may throw: it is called while an access is checked, before it is
+  /// recorded, so the exception leaves the model as if the access had not been made (insertions
+  /// already applied stay: they were performed).
   void on_hazard(std::function<void(const hazard&)> sink);
   /// The hazards collected so far (empty while a sink is set).
   [[nodiscard]] const std::vector<hazard>& hazards() const noexcept;
@@ -78,9 +81,43 @@ class engine {
   /// A new lifetime for [ptr, ptr + size), made on `stream`. Throws usage_error if it overlaps a
   /// live allocation or is empty.
   void alloc(std::uint64_t ptr, std::uint64_t size, stream_id stream, op_site site);
-  /// The host frees the allocation that starts at `ptr`. Under `enforce`, returns the
-  /// record_stream calls that were missing (applied to the model). Throws usage_error unless
-  /// `ptr` starts a live allocation.
+  // enforce as a transaction, for an integration that carries insertions out on a runtime:
+  // plan (const: what is missing, the model unchanged), act on the runtime, then apply what
+  // was performed, check (report) and commit (record). If acting throws, nothing is in the
+  // model; if the sink throws, the op is not recorded. Between plan and apply the caller must
+  // keep other calls out (or accept that apply joins the clocks as they are at apply). Under
+  // report and off the plans are empty. The one-call forms below do all steps in order.
+
+  /// The record_stream calls `enforce` finds missing for freeing `ptr` (one per stream whose
+  /// accesses the release point does not cover). Throws usage_error unless `ptr` starts a live
+  /// allocation. Changes nothing.
+  [[nodiscard]] std::vector<insertion> plan_free(std::uint64_t ptr) const;
+  /// The waits (`stream` on each producer) `enforce` finds missing for this access; for the
+  /// host, host syncs. Changes nothing.
+  [[nodiscard]] std::vector<insertion> plan_access(stream_id stream, std::span<const byte_range> reads,
+                                                   std::span<const byte_range> writes) const;
+  [[nodiscard]] std::vector<insertion> plan_host_access(std::span<const byte_range> reads,
+                                                        std::span<const byte_range> writes) const;
+  /// Applies insertions that were carried out (from a plan): waits and host syncs join the
+  /// producer's clock as it is now; record_streams join the live allocation's release point. A
+  /// producer the model no longer has (destroyed, its work seen finished) adds nothing. Counted
+  /// in inserted().
+  void apply(std::span<const insertion> performed);
+  /// Reports the hazards of the access as the model stands (after apply); records nothing.
+  void check_access(stream_id stream, std::span<const byte_range> reads, std::span<const byte_range> writes,
+                    op_site site);
+  void check_host_access(std::span<const byte_range> reads, std::span<const byte_range> writes, op_site site);
+  /// Records the access, once it was performed: reports nothing, inserts nothing.
+  void commit_access(stream_id stream, std::span<const byte_range> reads, std::span<const byte_range> writes,
+                     op_site site);
+  void commit_host_access(std::span<const byte_range> reads, std::span<const byte_range> writes, op_site site);
+  /// Ends the lifetime at `ptr` with the record_streams it has: inserts nothing. Throws
+  /// usage_error unless `ptr` starts a live allocation.
+  void commit_free(std::uint64_t ptr, op_site site);
+
+  /// The host frees the allocation that starts at `ptr` (plan_free, apply, commit_free). Under
+  /// `enforce`, returns the record_stream calls that were missing (applied to the model).
+  /// Throws usage_error unless `ptr` starts a live allocation, the model unchanged.
   std::span<const insertion> free(std::uint64_t ptr, op_site site);
   /// Adds `stream` to the release point of the live allocation containing `ptr`. Throws
   /// usage_error unless `ptr` is inside a live allocation.
@@ -98,8 +135,9 @@ class engine {
   /// point). Offsets beyond what an `unmap` gave back get nothing.
   void map(std::uint64_t ptr, std::uint64_t size, op_site site);
 
-  /// One op on `stream` that reads `reads` and writes `writes` (a kernel, a copy). Under
-  /// `enforce`, returns the waits that were missing, applied before the access.
+  /// One op on `stream` that reads `reads` and writes `writes` (a kernel, a copy): plan_access,
+  /// apply, check_access, commit_access. Under `enforce`, returns the waits that were missing,
+  /// applied before the access.
   std::span<const insertion> access(stream_id stream, std::span<const byte_range> reads,
                                     std::span<const byte_range> writes, op_site site);
   /// The same for the host (reads and writes of host or pinned memory); under `enforce` the
@@ -114,9 +152,10 @@ class engine {
   void device_sync(op_site site);
 
   /// The stream is gone (cudaStreamDestroy); its pending work still counts. A later op naming its
-  /// id is a new stream. Its slot is recycled once the host has seen all its work finish (a sync
-  /// that covers it) and no live allocation was made on or recorded with it: until then it keeps
-  /// its place in every clock. Unknown ids are ignored.
+  /// id is a new stream (a native handle may be reused), so a runtime integration tells this
+  /// only once no call can name the old stream any more. Its slot is recycled once the host has
+  /// seen all its work finish (a sync that covers it) and no live allocation was made on or
+  /// recorded with it: until then it keeps its place in every clock. Unknown ids are ignored.
   void stream_destroy(stream_id stream, op_site site);
   /// The event is gone: its recorded clock is forgotten, and a later wait on its id is a wait on
   /// a never-recorded event. Unknown ids are ignored.

@@ -30,13 +30,18 @@ class tracked_allocator {
   tracked_allocator(const tracked_allocator&) = delete;
   tracked_allocator& operator=(const tracked_allocator&) = delete;
 
-  /// As caching_allocator::allocate; the new lifetime starts on `stream`.
+  /// As caching_allocator::allocate; the new lifetime starts on `stream`. If the engine refuses
+  /// the lifetime (usage_error: it overlaps one the engine still holds), the block goes back to
+  /// the allocator before the error is rethrown.
   [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream,
                                streamsafe::source_location where = streamsafe::source_location::current());
   /// Tells the engine first: under `enforce`, record_stream is called for every stream whose
   /// work on the block is not yet covered (also a stream whose handle is already destroyed:
   /// the tracker keeps such streams until their work is done), so the allocator holds the
-  /// block until it is done.
+  /// block until it is done. Then the engine ends the lifetime, then the allocator takes the
+  /// block. If a record_stream throws, so does this call, and the block is still allocated for
+  /// both the allocator and the engine: freeing it again retries. Thread-safe; the block must
+  /// not be used by another thread during the call.
   void deallocate(void* ptr, streamsafe::source_location where = streamsafe::source_location::current());
   void record_stream(void* ptr, StreamRef stream, streamsafe::source_location where = streamsafe::source_location::current());
 

@@ -15,7 +15,13 @@
 // invisible to the engine; records, waits, syncs and successful queries are always seen.
 // Lifetime: memory named by track_alloc (or by the allocator integration) gets lifetimes; other
 // memory is simply accessed. Streams: the tracker shares ownership of every stream it has seen
-// (a destroyed one until its work is seen done), so `enforce` can still act on it.
+// (a destroyed one until its work is seen done), so `enforce` can still act on it. A destroyed
+// stream is never taken back: the runtime's later calls on it (an allocator's fence record or
+// query) are told to the engine as that stream's, and hold no share of it.
+// Transactions: `enforce` plans what it must insert (the engine unchanged), carries it out on
+// the runtime, and only then tells the engine, checks the op, enqueues it and records it. If
+// anything throws on the way (a runtime call, the record_stream action, the sink, the enqueue),
+// the engine holds no more than the runtime did: insertions carried out stay, the op does not.
 // Thread-safe: calls from several host threads are serialized by the device's observed order,
 // then an internal lock; while a tracker is attached, so are the device's observed calls.
 #pragma once
@@ -112,7 +118,8 @@ class tracker {
   /// Each hazard is reported once per (kind, pair of call sites): a loop that repeats a bug
   /// yields one report, and memory stays bounded over a long run.
   /// Each hazard goes to `sink` when found (instead of being collected). A sink that throws
-  /// makes the tracked call throw before its op is enqueued; the tracker stays consistent.
+  /// makes the tracked call throw before its op is enqueued, and the op is not recorded: a
+  /// retry is checked as a first attempt (the report itself is not repeated).
   void on_hazard(std::function<void(const hazard&)> sink);
   /// Turns every non-informational hazard into a usage_error carrying its report.
   void throw_on_hazard();
@@ -133,13 +140,18 @@ class tracker {
 
   /// Lifetimes of memory from an allocator: a new allocation used first on `stream`, a free,
   /// and record_stream. An allocator integration calls these; so may a user of raw memory.
+  /// track_free, under `enforce`, makes the missing record_streams (or host syncs) before the
+  /// engine ends the lifetime, outside the tracker's locks (so the action may take the
+  /// allocator's): call it before the block goes back to the allocator. If one throws, the
+  /// block is still live for the engine, so the caller may free it again.
   void track_alloc(const void* ptr, std::size_t bytes, StreamRef stream,
                    streamsafe::source_location where = streamsafe::source_location::current());
   void track_free(const void* ptr, streamsafe::source_location where = streamsafe::source_location::current());
   void track_record_stream(const void* ptr, StreamRef stream,
                            streamsafe::source_location where = streamsafe::source_location::current());
   /// How `enforce` performs a missing record_stream(block, stream) at a free. Without one it
-  /// synchronizes the host with that stream before the free, which is safe but slower.
+  /// synchronizes the host with that stream before the free, which is safe but slower. The
+  /// action may throw (see track_free); it runs on the freeing thread, outside the locks.
   void set_record_stream_action(std::function<void(const void* block, StreamRef stream)> action);
   /// The physical memory behind [ptr, ptr + bytes) was given back to the device or mapped anew
   /// (engine::unmap, engine::map): what an allocator integration hears in
