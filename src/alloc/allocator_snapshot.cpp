@@ -1,8 +1,9 @@
-// Snapshots (segments and blocks as JSON) and the history ring buffer as a replayable trace.
+#include "alloc/allocator_snapshot.hpp"
+
+#include <mutex>
 #include <sstream>
 #include <utility>
 
-#include "alloc/caching_allocator_impl.hpp"
 #include "runtime/stream_impl.hpp"
 
 namespace streamsafe::detail {
@@ -58,11 +59,12 @@ void write_segment(std::ostream& out, const segment& s, stream_id stream) {
 
 }  // namespace
 
-std::string caching_allocator_impl::snapshot_json() const {
+std::string snapshot_json(std::string_view device_name, const std::vector<stream_pool*>& pools,
+                          const allocator_stats& totals) {
   std::ostringstream out;
-  out << "{\"device\":\"" << device_.name() << "\",\"segments\":[";
+  out << "{\"device\":\"" << device_name << "\",\"segments\":[";
   bool first = true;
-  for (const stream_pool* pool : all_pools()) {
+  for (const stream_pool* pool : pools) {
     std::lock_guard lock(pool->mutex);
     for (const segment* s : pool->segments()) {
       if (!first) out << ',';
@@ -71,20 +73,8 @@ std::string caching_allocator_impl::snapshot_json() const {
     }
   }
   out << "],\"stats\":";
-  write_stats(out, stats());
+  write_stats(out, totals);
   out << '}';
-  return out.str();
-}
-
-std::string caching_allocator_impl::history_csv() const {
-  std::lock_guard lock(history_mutex_);
-  std::ostringstream out;
-  out << "action,addr,size,stream\n";
-  const std::size_t kept = std::min(history_next_, history_.size());
-  for (std::size_t i = history_next_ - kept; i < history_next_; ++i) {
-    const trace_event& e = history_[i % history_.size()];
-    out << to_string(e.action) << ',' << e.addr << ',' << e.size << ',' << e.stream << '\n';
-  }
   return out.str();
 }
 
