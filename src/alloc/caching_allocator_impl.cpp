@@ -1,5 +1,6 @@
 // The caching allocator's fast path (same-stream reuse), frees, record_stream and the pending
-// frees it creates. The slow path (borrowing, growing, the OOM ladder) is in allocator_growth.cpp.
+// frees it creates, and retiring the pools of streams that are gone. The slow path (growing
+// through the growth policy, borrowing, the OOM ladder) is in allocator_ladder.cpp.
 #include "alloc/caching_allocator_impl.hpp"
 
 #include <algorithm>
