@@ -1,3 +1,4 @@
+// The chunk-mapping growth that map_new, remap and settle share (mapped_growth.hpp), and map_new.
 #include "alloc/mapped_growth.hpp"
 
 #include <algorithm>
@@ -37,15 +38,16 @@ block* mapped_growth::grow(stream_pool& pool, pool_kind kind, std::size_t rounde
 }
 
 segment* mapped_growth::reserve_range(stream_pool& pool, pool_kind kind, std::size_t rounded) {
+  const allocator_options& options = context_.options;
   const std::size_t bytes = range_bytes(pool, kind, rounded);
   auto fresh = std::make_unique<segment>();
   fresh->address = context_.source.reserve(bytes);
   fresh->size = bytes;
   fresh->kind = kind;
   fresh->expandable = true;
-  fresh->granularity = context_.options.granularity;
-  fresh->place_at_chunk_end = kind == pool_kind::small && context_.options.small_placement == small_block_placement::chunk_end;
-  fresh->chunk_mapped.assign(bytes / context_.options.granularity, false);
+  fresh->granularity = options.granularity;
+  fresh->place_at_chunk_end = kind == pool_kind::small && options.small_placement == small_block_placement::chunk_end;
+  fresh->chunk_mapped.assign(bytes / options.granularity, false);
   context_.books.note_reserved(0, 1);
   return fresh.release();
 }
@@ -56,8 +58,9 @@ std::size_t mapped_growth::range_bytes(const stream_pool& pool, pool_kind kind, 
     std::lock_guard lock(pool.mutex);
     for (const segment* s : pool.segments()) held += s->kind == kind ? s->size : 0;
   }
-  const std::size_t bytes = next_range_bytes(round_up(rounded, context_.options.granularity), held, context_.options.expandable_reserve_bytes);
-  return round_up(bytes, context_.options.granularity);
+  const allocator_options& options = context_.options;
+  const std::size_t bytes = next_range_bytes(round_up(rounded, options.granularity), held, options.expandable_reserve_bytes);
+  return round_up(bytes, options.granularity);
 }
 
 std::vector<std::size_t> mapped_growth::missing_chunks(const block& b) {
@@ -86,7 +89,9 @@ void mapped_growth::map_chunks(stream_pool& pool, block* b, const std::vector<st
     for (std::size_t i = 0; i < mapped; ++i) context_.books.note_reserved(static_cast<std::int64_t>(s.granularity), 0);
   };
   try {
-    for (; mapped < chunks.size(); ++mapped) context_.source.map_chunk(s.address + chunks[mapped] * s.granularity, s.granularity);
+    for (; mapped < chunks.size(); ++mapped) {
+      context_.source.map_chunk(s.address + chunks[mapped] * s.granularity, s.granularity);
+    }
   } catch (...) {
     book();  // what was mapped is known, to be given back
     throw;
@@ -95,7 +100,7 @@ void mapped_growth::map_chunks(stream_pool& pool, block* b, const std::vector<st
 }
 
 void mapped_growth::undo_growth(stream_pool& pool, block* b, const std::vector<std::size_t>& mapped,
-                                         segment* fresh) {
+                                segment* fresh) {
   released_memory taken;
   {
     std::lock_guard lock(pool.mutex);

@@ -134,12 +134,13 @@ constexpr std::uint64_t trials = 200;
 template <typename Rig>
 void expect_recorded_reader_reads_its_own_data() {
   for (std::uint64_t seed = 1; seed <= trials; ++seed) {
-    const Device device =
-        Device::sim(sim_options{.memory_capacity = 16 << 20, .seed = seed, .max_background_steps = static_cast<unsigned>(seed % 4)});
+    const Device device = Device::sim(
+        sim_options{.memory_capacity = 16 << 20, .seed = seed, .max_background_steps = static_cast<unsigned>(seed % 4)});
     ASSERT_TRUE(reader_trial<Rig>(device, true)) << "seed " << seed;
   }
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-    ASSERT_TRUE(reader_trial<Rig>(testing::make_device(test_backend::sim_threaded, seed), true)) << "threaded, seed " << seed;
+    const Device device = testing::make_device(test_backend::sim_threaded, seed);
+    ASSERT_TRUE(reader_trial<Rig>(device, true)) << "threaded, seed " << seed;
   }
 }
 
@@ -149,11 +150,14 @@ void expect_missing_record_stream_shows() {
     const Device device = Device::sim(sim_options{.memory_capacity = 16 << 20, .seed = seed});
     const ::testing::AssertionResult verdict = reader_trial<Rig>(device, false);
     ASSERT_FALSE(verdict) << "seed " << seed << ": the reader read the freed block's old data";
-    ASSERT_EQ(std::string(verdict.message()).find("not reused"), std::string::npos) << "seed " << seed << ": " << verdict.message();
+    ASSERT_EQ(std::string(verdict.message()).find("not reused"), std::string::npos)
+        << "seed " << seed << ": " << verdict.message();
   }
 }
 
-TEST(PoisonAdaptor, ARecordedReaderReadsItsOwnDataInEveryTrial) { expect_recorded_reader_reads_its_own_data<poisoned_cache>(); }
+TEST(PoisonAdaptor, ARecordedReaderReadsItsOwnDataInEveryTrial) {
+  expect_recorded_reader_reads_its_own_data<poisoned_cache>();
+}
 TEST(PoisonAdaptor, AMissingRecordStreamShowsInEveryTrial) { expect_missing_record_stream_shows<poisoned_cache>(); }
 // The same adaptor over a second resource: the rules come from the concept, not the cache.
 TEST(PoisonAdaptorOverUncached, ARecordedReaderReadsItsOwnDataInEveryTrial) {
