@@ -1,8 +1,9 @@
-// Snapshots (segments and blocks as JSON) and the history ring buffer as a replayable trace.
+#include "alloc/allocator_snapshot.hpp"
+
+#include <mutex>
 #include <sstream>
 #include <utility>
 
-#include "alloc/caching_allocator_impl.hpp"
 #include "runtime/stream_impl.hpp"
 
 namespace streamsafe::detail {
@@ -74,11 +75,12 @@ void write_arena(std::ostream& out, const iteration_plan::arena_view& arena) {
 
 }  // namespace
 
-std::string caching_allocator_impl::snapshot_json() const {
+std::string snapshot_json(std::string_view device_name, const std::vector<stream_pool*>& pools,
+                          const iteration_plan::arena_view& arena, const allocator_stats& totals) {
   std::ostringstream out;
-  out << "{\"device\":\"" << device_.name() << "\",\"segments\":[";
+  out << "{\"device\":\"" << device_name << "\",\"segments\":[";
   bool first = true;
-  for (const stream_pool* pool : all_pools()) {
+  for (const stream_pool* pool : pools) {
     std::lock_guard lock(pool->mutex);
     for (const segment* s : pool->segments()) {
       if (!first) out << ',';
@@ -86,28 +88,13 @@ std::string caching_allocator_impl::snapshot_json() const {
       write_segment(out, *s, pool->stream().id());
     }
   }
-  if (plan_ != nullptr) {
-    const iteration_plan::arena_view arena = plan_->view();
-    if (arena.bytes != 0) {
-      if (!first) out << ',';
-      write_arena(out, arena);
-    }
+  if (arena.bytes != 0) {
+    if (!first) out << ',';
+    write_arena(out, arena);
   }
   out << "],\"stats\":";
-  write_stats(out, stats());
+  write_stats(out, totals);
   out << '}';
-  return out.str();
-}
-
-std::string caching_allocator_impl::history_csv() const {
-  std::lock_guard lock(history_mutex_);
-  std::ostringstream out;
-  out << "action,addr,size,stream\n";
-  const std::size_t kept = std::min(history_next_, history_.size());
-  for (std::size_t i = history_next_ - kept; i < history_next_; ++i) {
-    const trace_event& e = history_[i % history_.size()];
-    out << to_string(e.action) << ',' << e.addr << ',' << e.size << ',' << e.stream << '\n';
-  }
   return out.str();
 }
 

@@ -1,5 +1,6 @@
 // The caching allocator's fast path (same-stream reuse), frees, record_stream and the pending
-// frees it creates. The slow path (borrowing, growing, the OOM ladder) is in allocator_growth.cpp.
+// frees it creates, and retiring the pools of streams that are gone. The slow path (growing
+// through the growth policy, borrowing, the OOM ladder) is in allocator_ladder.cpp.
 #include "alloc/caching_allocator_impl.hpp"
 
 #include <algorithm>
@@ -7,7 +8,9 @@
 #include <exception>
 #include <utility>
 
+#include "alloc/allocator_snapshot.hpp"
 #include "alloc/size_classes.hpp"
+#include "alloc/stitcher.hpp"
 #include "common/expects.hpp"
 #include "runtime/device_impl.hpp"
 #include "runtime/event_impl.hpp"
@@ -45,17 +48,20 @@ caching_allocator_impl::caching_allocator_impl(const Device& device, allocator_o
     : device_(device),
       options_(options),
       source_(std::make_unique<counting_memory_source>(make_memory_source(device))),
-      expandable_(options.segments == segment_kind::expandable && source_->supports_mapping()),
       events_(device),
       token_(next_token.fetch_add(1)),
+      history_(options.history_capacity),
+      mappings_(options.observer),
+      memory_(*source_, books_, history_, owners_, mappings_, options.granularity),
+      growth_(make_growth_policy(growth_context{*source_, options_, books_, history_, events_, memory_, mappings_},
+                                 options.segments == segment_kind::expandable && source_->supports_mapping())),
       pending_(events_, fence_policy{options.fence_batch_frees, options.fence_batch_bytes}) {
   SS_EXPECTS(options_.granularity >= min_block_bytes && options_.granularity % min_block_bytes == 0,
              "caching_allocator: granularity must be a positive multiple of ", min_block_bytes);
   SS_EXPECTS(options_.small_request_limit <= options_.small_segment_bytes,
              "caching_allocator: small_request_limit must not exceed small_segment_bytes");
   options_.expandable_reserve_bytes = round_up(options_.expandable_reserve_bytes, options_.granularity);
-  history_.resize(options_.history_capacity);
-  if (expandable_ && options_.repeat_plan) {
+  if (options_.segments == segment_kind::expandable && source_->supports_mapping() && options_.repeat_plan) {
     plan_host& host = *this;
     plan_ = std::make_unique<iteration_plan>(*source_, events_, options_.granularity, host, options_.observer);
   }
@@ -85,10 +91,10 @@ caching_allocator_impl::~caching_allocator_impl() {
         pool->stitched->dissolve(std::move(s->window));  // the stitcher unmaps and releases it with the pool
       } else if (s->expandable) {
         source_->release(s->address, s->size);
-        tell_released(*s);
+        mappings_.tell_released(*s);
       } else {
         quietly("deallocate of a fixed segment", [&] { source_->deallocate(reinterpret_cast<void*>(s->address)); });
-        tell_released(*s);
+        mappings_.tell_released(*s);
       }
       delete s;
     }
@@ -118,7 +124,7 @@ stream_pool& caching_allocator_impl::pool_for_slow(StreamImpl& stream) {
     auto& slot = pools_[stream.id()];
     if (!slot) {
       slot = new_pool(stream);
-      if (expandable_ && options_.growth == expandable_growth::settle) slot->use_best_fit();
+      growth_->prepare(*slot);
       pool_list_.push_back(slot.get());
       created = true;
     }
@@ -169,9 +175,9 @@ void caching_allocator_impl::retire(stream_pool& pool, const std::shared_ptr<Str
     std::lock_guard lock(pool.mutex);
     // The pool's share and ours: any other means a block or a pending free refers to it again.
     if (pool.stream_share() != share || share.use_count() != 2 || !pool.unused()) return;
-    if (!take_all_memory(pool, taken)) return;
+    if (!memory_.take_all_memory(pool, taken)) return;
   }
-  give_back_memory(pool, taken, false);
+  memory_.give_back(pool, taken, false);
   pool.stitched.reset();  // its windows' ranges go back
   std::lock_guard lock(pools_mutex_);
   const auto it = pools_.find(share->id());
@@ -180,19 +186,10 @@ void caching_allocator_impl::retire(stream_pool& pool, const std::shared_ptr<Str
   std::erase(pool_list_, &pool);
   {
     std::lock_guard pool_lock(pool.mutex);
-    fold_retired_stats(pool.stats);
+    books_.fold_retired(pool.stats);
     dropped = pool.unbind();
   }
   retired_pools_.push_back(std::move(record));
-}
-
-void caching_allocator_impl::fold_retired_stats(const allocator_stats& gone) {
-  std::lock_guard lock(stats_mutex_);  // a retired pool's totals stay in the device's figures
-  device_stats_.allocated_bytes.merge(gone.allocated_bytes);
-  device_stats_.active_bytes.merge(gone.active_bytes);
-  device_stats_.requested_bytes.merge(gone.requested_bytes);
-  device_stats_.allocation.merge(gone.allocation);
-  device_stats_.active.merge(gone.active);
 }
 
 stream_pool* caching_allocator_impl::find_pool(stream_id id) const {
@@ -204,25 +201,6 @@ stream_pool* caching_allocator_impl::find_pool(stream_id id) const {
 std::vector<stream_pool*> caching_allocator_impl::all_pools() const {
   std::lock_guard lock(pools_mutex_);
   return pool_list_;
-}
-
-void caching_allocator_impl::note_allocated(allocator_stats& stats, const block& b, std::size_t requested) noexcept {
-  stats.allocated_bytes.add(b.size);
-  stats.active_bytes.add(b.size);
-  stats.requested_bytes.add(requested);
-  stats.allocation.add(1);
-  stats.active.add(1);
-}
-
-void caching_allocator_impl::note_freed(allocator_stats& stats, const block& b) noexcept {
-  stats.allocated_bytes.remove(b.size);
-  stats.requested_bytes.remove(b.requested);
-  stats.allocation.remove(1);
-}
-
-void caching_allocator_impl::note_inactive(allocator_stats& stats, std::size_t bytes) noexcept {
-  stats.active_bytes.remove(bytes);
-  stats.active.remove(1);
 }
 
 void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
@@ -240,8 +218,7 @@ void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
   if (plan_ != nullptr) {
     const iteration_plan::served from_plan = plan_->allocate(rounded, bytes, stream_impl);
     if (from_plan.ptr != nullptr) {
-      const auto address = reinterpret_cast<std::uintptr_t>(from_plan.ptr);
-      if (options_.history_capacity != 0) remember(trace_action::alloc, address, bytes, stream_impl.id());
+      history_.remember(trace_action::alloc, reinterpret_cast<std::uintptr_t>(from_plan.ptr), bytes, stream_impl.id());
       if (options_.observer != nullptr) options_.observer->on_allocate(from_plan.ptr, bytes, stream_impl.id());
       return from_plan.ptr;
     }
@@ -255,12 +232,12 @@ void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
         candidate != nullptr && placement_mapped(*candidate, rounded) && may_take(*candidate, kind, rounded)) {
       b = pool.take(candidate, rounded, pool);
       b->requested = bytes;
-      note_allocated(pool.stats, *b, bytes);
+      stream_figures::note_allocated(pool.stats, *b, bytes);
     }
   }
   if (b == nullptr) b = allocate_slow(pool, kind, rounded, bytes);
   b->sequence = sequence;  // read only at its free, which the caller orders after this return
-  if (options_.history_capacity != 0) remember(trace_action::alloc, b->address, bytes, stream_impl.id());
+  history_.remember(trace_action::alloc, b->address, bytes, stream_impl.id());
   if (options_.observer != nullptr) options_.observer->on_allocate(reinterpret_cast<void*>(b->address), bytes, stream_impl.id());
   return reinterpret_cast<void*>(b->address);
 }
@@ -301,9 +278,9 @@ void caching_allocator_impl::deallocate(void* ptr) {
 }
 
 void caching_allocator_impl::deallocate_planned(void* ptr) {
-  if (options_.history_capacity != 0) {
+  if (history_.enabled()) {
     const block_info b = plan_->block_of(ptr);
-    remember(trace_action::free_requested, reinterpret_cast<std::uintptr_t>(ptr), b.size, b.stream);
+    history_.remember(trace_action::free_requested, reinterpret_cast<std::uintptr_t>(ptr), b.size, b.stream);
   }
   plan_->deallocate(ptr);
 }
@@ -315,7 +292,7 @@ std::uint64_t caching_allocator_impl::deallocate_pooled(void* ptr) {
   stream_pool& user = *b->user;
   // Told before the block can be reused, so no one hears of its next allocation first.
   const stream_id user_id = user.stream().id();
-  if (options_.history_capacity != 0) remember(trace_action::free_requested, b->address, b->size, user_id);
+  history_.remember(trace_action::free_requested, b->address, b->size, user_id);
   if (options_.observer != nullptr) {
     // Unlisted, the block is out of every thread's reach while the lock is released.
     owner_lock.unlock();
@@ -323,8 +300,8 @@ std::uint64_t caching_allocator_impl::deallocate_pooled(void* ptr) {
     owner_lock.lock();
   }
   if (&user == &owner && b->recorded_streams.empty()) {  // same-stream reuse: cached at once
-    note_freed(owner.stats, *b);
-    note_inactive(owner.stats, b->size);
+    stream_figures::note_freed(owner.stats, *b);
+    stream_figures::note_inactive(owner.stats, b->size);
     owner.cache(b);
     return sequence;
   }
@@ -341,11 +318,11 @@ void caching_allocator_impl::free_pending(block* b, stream_pool& owner, std::uni
   b->recorded_streams.clear();
   b->state = block_state::pending;
   if (&user == &owner) {
-    note_freed(owner.stats, *b);
+    stream_figures::note_freed(owner.stats, *b);
   } else {  // a borrowed block goes home once the borrower is done with it
     owner_lock.unlock();
     std::lock_guard lock(user.mutex);
-    note_freed(user.stats, *b);
+    stream_figures::note_freed(user.stats, *b);
     waits_for.push_back(user.stream_share());
   }
   if (owner_lock.owns_lock()) owner_lock.unlock();
@@ -404,11 +381,11 @@ void caching_allocator_impl::reclaim(const std::vector<finished_free>& done) {
     while (end < done.size() && done[end].user == user && done[end].freed->owner->owner == &owner) ++end;
     if (user != &owner) {
       std::lock_guard lock(user->mutex);
-      for (std::size_t i = first; i < end; ++i) note_inactive(user->stats, done[i].freed->size);
+      for (std::size_t i = first; i < end; ++i) stream_figures::note_inactive(user->stats, done[i].freed->size);
     }
     std::lock_guard lock(owner.mutex);
     for (std::size_t i = first; i < end; ++i) {
-      if (user == &owner) note_inactive(owner.stats, done[i].freed->size);
+      if (user == &owner) stream_figures::note_inactive(owner.stats, done[i].freed->size);
       owner.give_back(done[i].freed);
     }
     first = end;
@@ -418,16 +395,9 @@ void caching_allocator_impl::reclaim(const std::vector<finished_free>& done) {
 void caching_allocator_impl::wait_for_pending() {
   reclaim_collected([&](std::vector<finished_free>& done) { pending_.drain(done); },
                     [&](const std::vector<finished_free>& done) {
-                      if (!done.empty()) note_host_sync();
+                      if (!done.empty()) books_.count(device_event::host_sync);
                       reclaim(done);
                     });
-}
-
-void caching_allocator_impl::remember(trace_action action, std::uintptr_t address, std::size_t bytes, stream_id stream) {
-  std::lock_guard lock(history_mutex_);
-  history_[history_next_ % history_.size()] =
-      trace_event{action, address, bytes, static_cast<std::int64_t>(stream), history_next_ + 1};
-  ++history_next_;
 }
 
 block_info caching_allocator_impl::block_of(const void* ptr) const {
@@ -450,11 +420,7 @@ allocator_stats caching_allocator_impl::stats(StreamRef stream) const {
 }
 
 allocator_stats caching_allocator_impl::stats() const {
-  allocator_stats total;
-  {
-    std::lock_guard lock(stats_mutex_);
-    total = device_stats_;
-  }
+  allocator_stats total = books_.figures();
   total.device_calls = source_->counts();
   const pending_frees::totals held = pending_.held_totals();
   total.num_free_fences = held.fences_recorded;
@@ -462,53 +428,27 @@ allocator_stats caching_allocator_impl::stats() const {
   total.pending_free_blocks = static_cast<std::int64_t>(held.blocks);
   for (const stream_pool* pool : all_pools()) {
     std::lock_guard lock(pool->mutex);
-    total.allocated_bytes.merge(pool->stats.allocated_bytes);
-    total.active_bytes.merge(pool->stats.active_bytes);
-    total.requested_bytes.merge(pool->stats.requested_bytes);
-    total.allocation.merge(pool->stats.allocation);
-    total.active.merge(pool->stats.active);
+    stream_figures::add_to(total, pool->stats);
   }
   if (plan_ != nullptr) plan_->add_stats(total);
   return total;
 }
 
 void caching_allocator_impl::reset_peak_stats() {
-  auto reset = [](allocator_stats& s) {
-    for (stat_counter* c : {&s.allocated_bytes, &s.active_bytes, &s.requested_bytes, &s.reserved_bytes,
-                            &s.allocation, &s.active, &s.segment}) {
-      c->peak = c->current;
-    }
-  };
-  {
-    std::lock_guard lock(stats_mutex_);
-    reset(device_stats_);
-  }
+  books_.reset_peaks();
   for (stream_pool* pool : all_pools()) {
     std::lock_guard lock(pool->mutex);
-    reset(pool->stats);
+    stream_figures::reset_peaks(pool->stats);
   }
 }
 
-void caching_allocator_impl::reset_reserved_peak() {
-  std::lock_guard lock(stats_mutex_);
-  device_stats_.reserved_bytes.peak = device_stats_.reserved_bytes.current;
+void caching_allocator_impl::reset_reserved_peak() { books_.reset_reserved_peak(); }
+
+std::string caching_allocator_impl::snapshot_json() const {
+  return detail::snapshot_json(device_.name(), all_pools(), plan_ != nullptr ? plan_->view() : iteration_plan::arena_view{},
+                               stats());
 }
 
-void caching_allocator_impl::note_host_sync() {
-  std::lock_guard lock(stats_mutex_);
-  ++device_stats_.num_host_syncs;
-}
-
-void caching_allocator_impl::note_reserved(std::int64_t bytes, std::int64_t segments) {
-  std::lock_guard lock(stats_mutex_);
-  auto apply = [](stat_counter& c, std::int64_t delta) {
-    if (delta > 0) c.add(static_cast<std::uint64_t>(delta));
-    if (delta < 0) c.remove(static_cast<std::uint64_t>(-delta));
-  };
-  apply(device_stats_.reserved_bytes, bytes);
-  apply(device_stats_.segment, segments);
-  if (bytes > 0) ++device_stats_.num_device_alloc;
-  if (bytes < 0) ++device_stats_.num_device_free;
-}
+std::string caching_allocator_impl::history_csv() const { return history_.csv(); }
 
 }  // namespace streamsafe::detail

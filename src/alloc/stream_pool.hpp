@@ -11,13 +11,13 @@
 #include "alloc/address_map.hpp"
 #include "alloc/block.hpp"
 #include "alloc/free_bins.hpp"
+#include "alloc/stitcher.hpp"  // complete: the inline constructor may destroy `stitched`
 #include "common/spin_mutex.hpp"
 #include "streamsafe/alloc/allocator_stats.hpp"
 
 namespace streamsafe::detail {
 
 class StreamImpl;
-class stitcher;
 
 /// Every member but the constructor, `growth` and `stream` requires `mutex` held by the caller.
 class stream_pool {

@@ -5,7 +5,9 @@
 
 #include "streamsafe/alloc/caching_allocator.hpp"
 #include "streamsafe/alloc/device_buffer.hpp"
+#include "streamsafe/alloc/memory_resource.hpp"
 #include "streamsafe/alloc/poison_adaptor.hpp"
+#include "streamsafe/alloc/resource_ref.hpp"
 #include "streamsafe/alloc/uncached_resource.hpp"
 #include "streamsafe/error.hpp"
 
@@ -26,6 +28,27 @@ TEST(PoisonAdaptor, FreedMemoryHoldsThePatternAndIsReusedAtOnce) {
   EXPECT_EQ(q[0], poison_adaptor::default_pattern);
   EXPECT_EQ(q[4095], poison_adaptor::default_pattern);
   poisoned.deallocate(q);
+}
+
+static_assert(!stream_ordered_resource<int>, "the concept must reject what is not a resource");
+static_assert(stream_ordered_resource<resource_ref>);
+
+// The adaptor knows the blocks allocated through it: one allocated elsewhere, or freed already,
+// is refused before anything reaches the upstream.
+TEST(PoisonAdaptor, RefusesPointersNotAllocatedThroughIt) {
+  Device device = Device::sim(sim_options{.memory_capacity = 16 << 20});
+  Stream stream(device);
+  uncached_resource upstream(device);
+  poison_adaptor poisoned(upstream, device);
+  void* direct = upstream.allocate(4096, stream);
+  EXPECT_THROW(poisoned.deallocate(direct), usage_error);
+  EXPECT_THROW(poisoned.record_stream(direct, stream), usage_error);
+  upstream.deallocate(direct);  // still live upstream: the adaptor changed nothing
+  void* p = poisoned.allocate(4096, stream);
+  poisoned.deallocate(p);
+  EXPECT_THROW(poisoned.deallocate(p), usage_error);
+  device.synchronize();
+  EXPECT_EQ(device.memory().free_bytes, device.memory().total_bytes);
 }
 
 TEST(UncachedResource, FreesAreStreamOrderedAndHonourRecordStream) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "backends.hpp"
 #include "reuse_oracle.hpp"
@@ -84,12 +85,30 @@ STREAMSAFE_ALL_BACKENDS(UncachedReuse);
 
 // poison_adaptor ---------------------------------------------------------------------------------
 
+/// The adaptor over a caching allocator: a block freed by its stream is reused at once.
+struct poisoned_cache {
+  explicit poisoned_cache(const Device& device) : upstream(device, allocator_options{}), poisoned(upstream) {}
+  static void before_reuse(StreamRef /*owner*/) {}
+  caching_allocator upstream;
+  poison_adaptor poisoned;
+};
+
+/// The adaptor over a resource without a cache: the block is the device's again once the
+/// stream-ordered free has run, and the sim arena hands out the lowest free range first.
+struct poisoned_uncached {
+  explicit poisoned_uncached(const Device& device) : upstream(device), poisoned(upstream, device) {}
+  static void before_reuse(StreamRef owner) { owner.synchronize(); }
+  uncached_resource upstream;
+  poison_adaptor poisoned;
+};
+
 /// One trial of a reader on a lagging stream that reads a block the host then frees through the
 /// adaptor, after which the block's stream allocates again and writes. What the reader saw is
 /// checked by the oracle, whose verdict this returns.
+template <typename Rig>
 ::testing::AssertionResult reader_trial(const Device& device, bool record_reader) {
-  caching_allocator alloc(device, allocator_options{});
-  poison_adaptor poisoned(alloc);
+  Rig rig(device);
+  poison_adaptor& poisoned = rig.poisoned;
   reuse_oracle oracle(device);
   Stream owner(device, {.name = "owner"});
   Stream reader(device, testing::slow_stream("reader"));
@@ -99,7 +118,11 @@ STREAMSAFE_ALL_BACKENDS(UncachedReuse);
   oracle.late_read(reader, p, bytes, old_data);
   if (record_reader) poisoned.record_stream(p, reader);
   poisoned.deallocate(p);
+  Rig::before_reuse(owner);
   void* next = poisoned.allocate(bytes, owner);
+  if (!record_reader && next != p) {
+    return ::testing::AssertionFailure() << "the block was not reused: the trial shows nothing";
+  }
   oracle.claim(owner, next, bytes, new_data);
   ::testing::AssertionResult verdict = oracle.settle();
   poisoned.deallocate(next);
@@ -108,22 +131,40 @@ STREAMSAFE_ALL_BACKENDS(UncachedReuse);
 
 constexpr std::uint64_t trials = 200;
 
-TEST(PoisonAdaptor, ARecordedReaderReadsItsOwnDataInEveryTrial) {
+template <typename Rig>
+void expect_recorded_reader_reads_its_own_data() {
   for (std::uint64_t seed = 1; seed <= trials; ++seed) {
-    const Device device =
-        Device::sim(sim_options{.memory_capacity = 16 << 20, .seed = seed, .max_background_steps = static_cast<unsigned>(seed % 4)});
-    ASSERT_TRUE(reader_trial(device, true)) << "seed " << seed;
+    const Device device = Device::sim(
+        sim_options{.memory_capacity = 16 << 20, .seed = seed, .max_background_steps = static_cast<unsigned>(seed % 4)});
+    ASSERT_TRUE(reader_trial<Rig>(device, true)) << "seed " << seed;
   }
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-    ASSERT_TRUE(reader_trial(testing::make_device(test_backend::sim_threaded, seed), true)) << "threaded, seed " << seed;
+    const Device device = testing::make_device(test_backend::sim_threaded, seed);
+    ASSERT_TRUE(reader_trial<Rig>(device, true)) << "threaded, seed " << seed;
   }
 }
 
-TEST(PoisonAdaptor, AMissingRecordStreamShowsInEveryTrial) {
+template <typename Rig>
+void expect_missing_record_stream_shows() {
   for (std::uint64_t seed = 1; seed <= trials; ++seed) {
     const Device device = Device::sim(sim_options{.memory_capacity = 16 << 20, .seed = seed});
-    ASSERT_FALSE(reader_trial(device, false)) << "seed " << seed << ": the reader read the freed block's old data";
+    const ::testing::AssertionResult verdict = reader_trial<Rig>(device, false);
+    ASSERT_FALSE(verdict) << "seed " << seed << ": the reader read the freed block's old data";
+    ASSERT_EQ(std::string(verdict.message()).find("not reused"), std::string::npos)
+        << "seed " << seed << ": " << verdict.message();
   }
+}
+
+TEST(PoisonAdaptor, ARecordedReaderReadsItsOwnDataInEveryTrial) {
+  expect_recorded_reader_reads_its_own_data<poisoned_cache>();
+}
+TEST(PoisonAdaptor, AMissingRecordStreamShowsInEveryTrial) { expect_missing_record_stream_shows<poisoned_cache>(); }
+// The same adaptor over a second resource: the rules come from the concept, not the cache.
+TEST(PoisonAdaptorOverUncached, ARecordedReaderReadsItsOwnDataInEveryTrial) {
+  expect_recorded_reader_reads_its_own_data<poisoned_uncached>();
+}
+TEST(PoisonAdaptorOverUncached, AMissingRecordStreamShowsInEveryTrial) {
+  expect_missing_record_stream_shows<poisoned_uncached>();
 }
 
 class PoisonReuse : public testing::BackendTest {};

@@ -68,7 +68,10 @@ void free_buffer(lifetime_rig& rig, void* buffer, lifetime_variant variant) {
 /// One trial; true when the reader saw anything but the old contents.
 bool run_trial(lifetime_rig& rig, lifetime_variant variant) {
   constexpr std::size_t bytes = element_count * sizeof(std::uint32_t);
-  auto* buffer = static_cast<std::uint32_t*>(rig.allocator.allocate(bytes, rig.owner));
+  // A block freed through the adaptor is allocated through it (it knows the blocks it poisons).
+  auto* buffer = static_cast<std::uint32_t*>(variant == lifetime_variant::missing_record_stream_poisoned
+                                                 ? rig.poisoned.allocate(bytes, rig.owner)
+                                                 : rig.allocator.allocate(bytes, rig.owner));
   rig.owner.launch(demo::fill_kernel(buffer, element_count, old_value));
   rig.reader.wait(rig.owner);  // the ordering half is right: the reader waits for the write
   rig.reader.launch(demo::slow_copy_kernel(buffer, rig.copy_out, element_count));

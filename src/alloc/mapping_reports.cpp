@@ -1,9 +1,7 @@
-// The allocator's reports of the physical memory behind its addresses (allocator_observer's
-// on_mapping): to options().observer and to a watcher attached later (the hazard tracker's).
 #include <cstdio>
 #include <exception>
 
-#include "alloc/caching_allocator_impl.hpp"
+#include "alloc/mapping_reports.hpp"
 #include "common/expects.hpp"
 #include "streamsafe/alloc/allocator_observer.hpp"
 
@@ -17,7 +15,7 @@ const char* change_name(mapping_change change) noexcept {
 
 /// A report cannot be taken back, and the allocator's books are already done: a throwing
 /// observer is reported and the caller (a growth, a release, the destructor) goes on.
-void tell(allocator_observer& observer, std::uintptr_t at, std::size_t bytes, mapping_change change) noexcept {
+void report(allocator_observer& observer, std::uintptr_t at, std::size_t bytes, mapping_change change) noexcept {
   try {
     observer.on_mapping(reinterpret_cast<void*>(at), bytes, change);
   } catch (const std::exception& error) {
@@ -31,30 +29,30 @@ void tell(allocator_observer& observer, std::uintptr_t at, std::size_t bytes, ma
 
 }  // namespace
 
-void caching_allocator_impl::watch_mappings(std::shared_ptr<allocator_observer> watcher) {
-  std::lock_guard lock(watcher_mutex_);
+void mapping_reports::watch(std::shared_ptr<allocator_observer> watcher) {
+  std::lock_guard lock(mutex_);
   SS_EXPECTS(watcher == nullptr || watcher_ == nullptr,
              "caching_allocator::watch_mappings: a watcher is attached already (one tracked_allocator per allocator)");
   watcher_ = std::move(watcher);
 }
 
-void caching_allocator_impl::tell_mapping(std::uintptr_t at, std::size_t bytes, mapping_change change) noexcept {
-  if (options_.observer != nullptr) tell(*options_.observer, at, bytes, change);
+void mapping_reports::tell(std::uintptr_t at, std::size_t bytes, mapping_change change) noexcept {
+  if (observer_ != nullptr) report(*observer_, at, bytes, change);
   std::shared_ptr<allocator_observer> watcher;  // kept while it runs: a detach may come meanwhile
   {
-    std::lock_guard lock(watcher_mutex_);
+    std::lock_guard lock(mutex_);
     watcher = watcher_;
   }
-  if (watcher != nullptr) tell(*watcher, at, bytes, change);
+  if (watcher != nullptr) report(*watcher, at, bytes, change);
 }
 
-void caching_allocator_impl::tell_released(const segment& s) noexcept {
+void mapping_reports::tell_released(const segment& s) noexcept {
   if (!s.expandable) {
-    tell_mapping(s.address, s.size, mapping_change::unmapped);
+    tell(s.address, s.size, mapping_change::unmapped);
     return;
   }
   for (std::size_t chunk = 0; chunk < s.chunk_mapped.size(); ++chunk) {
-    if (s.chunk_mapped[chunk]) tell_mapping(s.address + chunk * s.granularity, s.granularity, mapping_change::unmapped);
+    if (s.chunk_mapped[chunk]) tell(s.address + chunk * s.granularity, s.granularity, mapping_change::unmapped);
   }
 }
 

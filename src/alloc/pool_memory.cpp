@@ -1,0 +1,169 @@
+#include "alloc/pool_memory.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+
+#include "alloc/stitcher.hpp"
+#include "runtime/stream_impl.hpp"
+
+namespace streamsafe::detail {
+
+namespace {
+
+/// Calls visit(free block, chunk index) for each mapped chunk of `s` that lies wholly inside a
+/// free block (the chunks that can be unmapped), in address order, while visit returns true.
+template <typename Visit>
+void for_each_free_mapped_chunk(segment& s, Visit visit) {
+  for (block* b = s.first; b != nullptr; b = b->next) {
+    if (b->state != block_state::free) continue;
+    const std::size_t offset = b->address - s.address;
+    const std::size_t first = round_up(offset, s.granularity) / s.granularity;
+    // Chunks wholly inside the block; none above the high-water mark is mapped (the free tail
+    // of a range is most of its chunks).
+    const std::size_t end = std::min((offset + b->size) / s.granularity, s.chunks_touched);
+    for (std::size_t chunk = first; chunk < end; ++chunk) {
+      if (s.chunk_mapped[chunk] && !visit(*b, chunk)) return;
+    }
+  }
+}
+
+}  // namespace
+
+void pool_memory::adopt(stream_pool& pool, segment* s) {
+  pool.adopt(s);
+  owners_.add(*s, &pool);
+}
+
+void pool_memory::disown(stream_pool& pool, segment* s) {
+  owners_.remove(*s);
+  pool.disown(s);
+}
+
+void pool_memory::take_free_stitched(stream_pool& pool, std::vector<stitched_window>& out) {
+  pool.merge_deferred();  // a wholly free segment shows as one free block only once merged
+  std::vector<segment*> dissolved;
+  for (segment* s : pool.segments()) {
+    if (s->stitched && wholly_free(*s)) dissolved.push_back(s);
+  }
+  for (segment* s : dissolved) {
+    disown(pool, s);
+    out.push_back(std::move(s->window));
+    books_.note_reserved(0, -1);
+    delete s;
+  }
+}
+
+void pool_memory::take_free_memory(stream_pool& pool, released_memory& out) {
+  pool.merge_deferred();  // whole free chunks and segments show only once neighbours are merged
+  take_free_stitched(pool, out.windows);
+  out.stitcher_to_flush = pool.stitched != nullptr;
+  std::vector<segment*> wholly_free_fixed;
+  for (segment* s : pool.segments()) {
+    if (s->expandable) {
+      take_free_chunks(*s, out, s->chunk_mapped.size());
+    } else if (!s->stitched && wholly_free(*s)) {
+      wholly_free_fixed.push_back(s);
+    }
+  }
+  for (segment* s : wholly_free_fixed) {
+    disown(pool, s);
+    out.segments.push_back(s);
+  }
+}
+
+bool pool_memory::take_all_memory(stream_pool& pool, released_memory& out) {
+  pool.merge_deferred();
+  const std::vector<segment*>& segments = pool.segments();
+  if (!std::all_of(segments.begin(), segments.end(), [](const segment* s) { return wholly_free(*s); })) return false;
+  take_free_stitched(pool, out.windows);
+  out.stitcher_to_flush = pool.stitched != nullptr;
+  while (!pool.segments().empty()) {
+    segment* s = pool.segments().back();
+    disown(pool, s);
+    out.segments.push_back(s);
+  }
+  return true;
+}
+
+std::size_t pool_memory::take_free_chunks(segment& s, released_memory& out, std::size_t limit) {
+  std::size_t taken = 0;
+  if (limit == 0) return 0;
+  for_each_free_mapped_chunk(s, [&](block& holder, std::size_t chunk) {
+    // Unmapped in the books from here on, so no request takes it; its bytes are booked once the
+    // device call succeeds (see give_back).
+    s.chunk_mapped[chunk] = false;
+    holder.mapped = false;
+    out.chunks.push_back({&s, chunk});
+    return ++taken < limit;
+  });
+  return taken;
+}
+
+void pool_memory::give_back(stream_pool& pool, released_memory& taken, bool synchronize) {
+  if (taken.empty()) return;
+  progress done;
+  try {
+    if (synchronize) {
+      pool.stream().synchronize();
+      books_.count(device_event::host_sync);
+    }
+    if (taken.stitcher_to_flush) release_stitched(pool, taken.windows);
+    for (; done.chunks < taken.chunks.size(); ++done.chunks) {
+      const released_memory::chunk& c = taken.chunks[done.chunks];
+      source_.unmap_chunk(c.owner->address + c.index * c.owner->granularity, c.owner->granularity);
+      mappings_.tell(c.owner->address + c.index * c.owner->granularity, c.owner->granularity, mapping_change::unmapped);
+    }
+    for (; done.segments < taken.segments.size(); ++done.segments) {
+      const segment& s = *taken.segments[done.segments];
+      if (s.expandable) {
+        source_.release(s.address, s.size);
+      } else {
+        source_.deallocate(reinterpret_cast<void*>(s.address));
+      }
+      mappings_.tell_released(s);
+    }
+  } catch (...) {
+    book_given_back(pool, taken, done);
+    restore_books(pool, taken, done);
+    throw;
+  }
+  book_given_back(pool, taken, done);
+}
+
+void pool_memory::book_given_back(stream_pool& pool, const released_memory& taken, const progress& done) {
+  {
+    std::lock_guard lock(pool.mutex);
+    for (std::size_t i = 0; i < done.chunks; ++i) taken.chunks[i].owner->mapped_bytes -= taken.chunks[i].owner->granularity;
+  }
+  for (std::size_t i = 0; i < done.chunks; ++i) books_.note_reserved(-static_cast<std::int64_t>(taken.chunks[i].owner->granularity), 0);
+  for (std::size_t i = 0; i < done.segments; ++i) {
+    segment* s = taken.segments[i];
+    books_.note_reserved(-static_cast<std::int64_t>(s->mapped_bytes), -1);
+    if (!s->expandable) history_.remember(trace_action::segment_free, s->address, s->size, pool.stream().id());
+    delete s;
+  }
+}
+
+void pool_memory::restore_books(stream_pool& pool, released_memory& taken, const progress& done) {
+  // What the device still holds goes back into the books as it was: a chunk whose unmap failed
+  // is still mapped, a segment whose free failed still the pool's, a window not dissolved yet
+  // dormant in the stitcher (which unmaps it later).
+  for (stitched_window& window : taken.windows) pool.stitched->dissolve(std::move(window));
+  taken.windows.clear();
+  std::lock_guard lock(pool.mutex);
+  for (std::size_t i = done.chunks; i < taken.chunks.size(); ++i) {
+    taken.chunks[i].owner->chunk_mapped[taken.chunks[i].index] = true;
+  }
+  for (std::size_t i = done.segments; i < taken.segments.size(); ++i) adopt(pool, taken.segments[i]);
+}
+
+void pool_memory::release_stitched(stream_pool& pool, std::vector<stitched_window>& windows) {
+  for (stitched_window& window : windows) pool.stitched->dissolve(std::move(window));
+  windows.clear();
+  pool.stitched->unmap_finished(true);
+  const std::size_t released = pool.stitched->release_free_chunks();
+  for (std::size_t i = 0; i < released; ++i) books_.note_reserved(-static_cast<std::int64_t>(granularity_), 0);
+}
+
+}  // namespace streamsafe::detail

@@ -1,0 +1,86 @@
+// The device memory of the stream pools: segments adopted into a pool (and the owners' map, where
+// frees from other threads find them) and disowned; free memory taken out of a pool's books under
+// its mutex and given back to the device after it. The out-of-memory ladder, remap growth and the
+// undoing of a failed growth give memory back through it.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "alloc/mapping_reports.hpp"
+#include "alloc/allocation_history.hpp"
+#include "alloc/allocator_books.hpp"
+#include "alloc/block.hpp"
+#include "alloc/counting_memory_source.hpp"
+#include "alloc/segment_owners.hpp"
+#include "alloc/stitched_window.hpp"
+#include "alloc/stream_pool.hpp"
+
+namespace streamsafe::detail {
+
+/// Memory taken out of a pool's books under its mutex, given back to the device after it.
+struct released_memory {
+  std::vector<segment*> segments;  // disowned, wholly free: fixed, or expandable ranges
+  struct chunk {
+    segment* owner = nullptr;
+    std::size_t index = 0;
+  };
+  std::vector<chunk> chunks;              // free chunks of kept segments, marked unmapped
+  std::vector<stitched_window> windows;   // of dissolved stitched segments
+  bool stitcher_to_flush = false;         // the pool's stitcher unmaps and releases what it can
+  [[nodiscard]] bool empty() const noexcept {
+    return segments.empty() && chunks.empty() && windows.empty() && !stitcher_to_flush;
+  }
+};
+
+/// Thread safety: as the pool locks named at each member; the books, history and owners' map it
+/// tells are thread-safe. The source, books, history and owners must outlive it.
+class pool_memory {
+ public:
+  pool_memory(counting_memory_source& source, allocator_books& books, allocation_history& history,
+              segment_owners& owners, mapping_reports& mappings, std::size_t granularity) noexcept
+      : source_(source), books_(books), history_(history), owners_(owners), mappings_(mappings), granularity_(granularity) {}
+
+  /// A new segment into the pool and the owners' map; and back out. Caller holds pool.mutex.
+  void adopt(stream_pool& pool, segment* s);
+  void disown(stream_pool& pool, segment* s);
+
+  /// Takes the pool's wholly free stitched segments out of its books, their windows to `out`
+  /// (to dissolve into the stitcher: their mappings stay, dormant). Caller holds pool.mutex.
+  void take_free_stitched(stream_pool& pool, std::vector<stitched_window>& out);
+  /// Takes the pool's wholly free fixed and stitched segments and the free chunks of its
+  /// expandable ones out of its books. Caller holds pool.growth and pool.mutex.
+  void take_free_memory(stream_pool& pool, released_memory& out);
+  /// Takes every segment of an unused pool out of its books; false, taking nothing, when one is
+  /// not wholly free. Caller holds pool.growth and pool.mutex.
+  [[nodiscard]] bool take_all_memory(stream_pool& pool, released_memory& out);
+  /// Marks up to `limit` free mapped chunks of `s` unmapped and lists them; how many. Caller
+  /// holds the pool's mutex.
+  static std::size_t take_free_chunks(segment& s, released_memory& out, std::size_t limit);
+
+  /// Gives taken memory back to the device, after synchronizing the stream when `synchronize`
+  /// (the memory's last use may still be queued on it); a chunk or segment whose release fails
+  /// goes back into the books as the device still holds it, then the first error is rethrown.
+  /// Caller holds pool.growth, not pool.mutex.
+  void give_back(stream_pool& pool, released_memory& taken, bool synchronize);
+
+ private:
+  struct progress {  // how many of the chunks and segments the device took back
+    std::size_t chunks = 0;
+    std::size_t segments = 0;
+  };
+  void book_given_back(stream_pool& pool, const released_memory& taken, const progress& done);
+  void restore_books(stream_pool& pool, released_memory& taken, const progress& done);
+  /// Dissolves windows into the pool's stitcher, unmaps what it holds unmapped-ready and
+  /// releases its free chunks. Caller holds pool.growth; the stream is idle.
+  void release_stitched(stream_pool& pool, std::vector<stitched_window>& windows);
+
+  counting_memory_source& source_;
+  allocator_books& books_;
+  allocation_history& history_;
+  segment_owners& owners_;
+  mapping_reports& mappings_;
+  std::size_t granularity_;
+};
+
+}  // namespace streamsafe::detail
