@@ -7,16 +7,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "args.hpp"
+#include "busy_device.hpp"
 #include "commands.hpp"
-#include "demo_kernels.hpp"
 #include "progress_line.hpp"
+#include "replay_device.hpp"
 #include "streamsafe/alloc/allocator_options.hpp"
 #include "streamsafe/alloc/trace_replay.hpp"
 #include "streamsafe/device.hpp"
@@ -52,22 +52,6 @@ std::string_view free_point_name(replay_free_point point) {
   return "?";
 }
 
-/// sim memory for the replay: twice the trace's peak live bytes (plus slack), capped so the
-/// host can reserve it. A busy device runs its streams on threads, so that work really runs
-/// beside the host and a synchronization waits for it.
-Device replay_device(const std::string& backend, const std::vector<trace_event>& events, bool busy) {
-  if (backend == "cuda") return Device::cuda(0);
-  if (backend != "sim") throw usage_error("streamsafe replay: --backend must be sim or cuda, not '" + backend + "'");
-  std::uint64_t live = 0;
-  std::uint64_t peak = 0;
-  for (const trace_event& e : events) {
-    if (e.action == trace_action::alloc) peak = std::max(peak, live += e.size);
-    if (e.action == trace_action::free_requested) live -= std::min(live, e.size);
-  }
-  return Device::sim(sim_options{.memory_capacity = peak * 2 + (std::size_t{1} << 30),
-                                 .mode = busy ? sim_mode::threaded : sim_mode::deterministic});
-}
-
 /// The segment policy in STREAMSAFE_ALLOC_CONF's words, so a table of runs says which was which.
 std::string policy_of(const allocator_options& options) {
   if (options.segments == segment_kind::fixed) return "fixed";
@@ -93,41 +77,6 @@ replay_progress progress_printer(std::size_t events) {
 double ratio(std::uint64_t reserved, std::uint64_t live) {
   return live == 0 ? 0.0 : static_cast<double>(reserved) / static_cast<double>(live);
 }
-
-/// The device work of --busy: one scratch word per stream for its busy kernels, device memory
-/// that lives until the replay (and its allocator, which synchronizes the device) is gone.
-class busy_device {
- public:
-  static constexpr std::size_t slots = 256;
-  static constexpr std::size_t touched_bytes = 4096;
-
-  explicit busy_device(Device device) : device_(std::move(device)) {
-    scratch_ = static_cast<std::uint32_t*>(device_.allocate(slots * sizeof(std::uint32_t)));
-  }
-  busy_device(const busy_device&) = delete;
-  busy_device& operator=(const busy_device&) = delete;
-  ~busy_device() { device_.deallocate(scratch_); }
-
-  replay_work work(unsigned busy_us, std::size_t every) {
-    return replay_work{
-        .touch = [](StreamRef stream, void* ptr, std::size_t bytes) {
-          stream.fill(ptr, 0, std::min(bytes, touched_bytes));
-        },
-        .step = [this, busy_us](StreamRef stream) { stream.launch(demo::busy_kernel(slot_of(stream), busy_us)); },
-        .step_every = every,
-    };
-  }
-
- private:
-  std::uint32_t* slot_of(StreamRef stream) {
-    const auto [it, added] = slot_.try_emplace(stream.id(), slot_.size() % slots);
-    return scratch_ + it->second;
-  }
-
-  Device device_;
-  std::uint32_t* scratch_ = nullptr;
-  std::map<stream_id, std::size_t> slot_;
-};
 
 struct replay_setup {
   std::size_t iterations = 1;
@@ -242,8 +191,8 @@ int run_replay(const std::vector<std::string>& argv) {
       parsed.has("conf") ? parse_alloc_conf(*parsed.value("conf")) : alloc_options_from_env();
   const replay_setup setup = setup_of(parsed);
   const std::vector<trace_event> events = load_alloc_trace(path);
-  const Device device = replay_device(parsed.value_or("backend", "sim"), events, setup.busy);
-  std::optional<busy_device> busy;
+  const Device device = demo::replay_device(parsed.value_or("backend", "sim"), events, setup.busy);
+  std::optional<demo::busy_device> busy;
   replay_loop loop{.iterations = setup.iterations,
                    .free_point = free_point == "requested" ? replay_free_point::requested : replay_free_point::completed,
                    .progress = progress_printer(events.size() * setup.iterations)};
