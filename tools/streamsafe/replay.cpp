@@ -1,5 +1,5 @@
 // streamsafe replay TRACE [--backend sim|cuda] [--json] [--free-point requested|completed] [--conf TEXT]
-//                         [--iterations N] [--busy] [--busy-us US] [--busy-every K]:
+//                         [--iterations N] [--busy] [--busy-us US] [--busy-every K] [--headroom F]:
 // replays an allocation trace (GUIDE.md section 5) through the caching allocator, once or as a
 // training loop, and prints peak live bytes, peak reserved bytes, their ratio, device calls,
 // host synchronizations and ns per op, for the first iteration and the steady state.
@@ -41,6 +41,9 @@ const std::vector<option_spec> replay_options_spec = {
      "on its stream (sim: threaded mode)"},
     {"busy-us", true, "with --busy: microseconds each busy kernel runs (default 100)"},
     {"busy-every", true, "with --busy: operations between busy kernels (default 100)"},
+    {"headroom", true,
+     "hold device memory so that only this many times the trace's peak live bytes stay free (a tight device, "
+     "where streams share their caches; default 0: the whole device)"},
     {"help", false, "print this help"},
 };
 
@@ -83,6 +86,7 @@ struct replay_setup {
   bool busy = false;
   unsigned busy_us = 0;
   std::size_t busy_every = 0;
+  double headroom = 0;
 };
 
 void print_phase_json(const char* prefix, const replay_phase& p) {
@@ -100,14 +104,14 @@ void print_json(const replay_result& r, const Device& device, const std::string&
       "{\"device\":\"%s\",\"policy\":\"%s\",\"operations\":%llu,\"streams\":%zu,\"free_point\":\"%s\",\"peak_live_bytes\":%llu,"
       "\"peak_reserved_bytes\":%llu,\"reserved_over_live\":%.4f,\"original_peak_reserved_bytes\":%llu,"
       "\"original_reserved_over_live\":%.4f,\"device_allocations\":%llu,\"unmatched_frees\":%llu,\"ns_per_op\":%.1f,"
-      "\"iterations\":%zu,\"busy\":%s,\"record_streams\":%llu",
+      "\"iterations\":%zu,\"busy\":%s,\"headroom\":%g,\"record_streams\":%llu",
       device.name().c_str(), policy.c_str(), static_cast<unsigned long long>(r.operations), r.streams,
       std::string(free_point_name(r.free_point)).c_str(), static_cast<unsigned long long>(r.peak_live_bytes),
       static_cast<unsigned long long>(r.peak_reserved_bytes), ratio(r.peak_reserved_bytes, r.peak_live_bytes),
       static_cast<unsigned long long>(r.original_peak_reserved_bytes),
       ratio(r.original_peak_reserved_bytes, r.peak_live_bytes), static_cast<unsigned long long>(r.device_allocations),
       static_cast<unsigned long long>(r.unmatched_frees), r.ns_per_op, r.iterations.size(),
-      setup.busy ? "true" : "false", static_cast<unsigned long long>(r.record_streams));
+      setup.busy ? "true" : "false", setup.headroom, static_cast<unsigned long long>(r.record_streams));
   print_phase_json("first", first_iteration(r));
   if (r.iterations.size() > 1) print_phase_json("steady", steady_state(r));
   std::printf("}\n");
@@ -145,6 +149,10 @@ void print_text(const std::string& path, const replay_result& r, const Device& d
     std::printf("skipped %llu frees or record_streams of addresses allocated before the trace began\n",
                 static_cast<unsigned long long>(r.unmatched_frees));
   }
+  if (setup.headroom > 0) {
+    std::printf("tight device: %.1f MiB free for the replay (%g x the peak live bytes)\n",
+                static_cast<double>(r.peak_live_bytes) * setup.headroom / mib, setup.headroom);
+  }
   if (setup.busy) {
     std::printf("device kept busy: a %u us kernel every %zu operations, a fill of each new block\n", setup.busy_us,
                 setup.busy_every);
@@ -164,6 +172,7 @@ replay_setup setup_of(const args& parsed) {
   setup.busy_us = static_cast<unsigned>(parsed.unsigned_or("busy-us", 100));
   setup.busy_every = parsed.unsigned_or("busy-every", 100);
   if (setup.busy && setup.busy_every == 0) throw usage_error("streamsafe replay: --busy-every must be at least 1");
+  setup.headroom = parsed.decimal_or("headroom", 0);
   return setup;
 }
 
@@ -174,7 +183,7 @@ int run_replay(const std::vector<std::string>& argv) {
   if (parsed.has("help")) {
     std::cout << usage("replay",
                        "TRACE [--backend sim|cuda] [--json] [--free-point requested|completed] [--conf TEXT] "
-                       "[--iterations N] [--busy [--busy-us US] [--busy-every K]]",
+                       "[--iterations N] [--busy [--busy-us US] [--busy-every K]] [--headroom F]",
                        replay_options_spec);
     return 0;
   }
@@ -192,6 +201,7 @@ int run_replay(const std::vector<std::string>& argv) {
   const replay_setup setup = setup_of(parsed);
   const std::vector<trace_event> events = load_alloc_trace(path);
   const Device device = demo::replay_device(parsed.value_or("backend", "sim"), events, setup.busy);
+  const demo::device_headroom headroom(device, events, setup.headroom);  // outlives the replay's allocator
   std::optional<demo::busy_device> busy;
   replay_loop loop{.iterations = setup.iterations,
                    .free_point = free_point == "requested" ? replay_free_point::requested : replay_free_point::completed,
