@@ -29,10 +29,6 @@
 #include "streamsafe/alloc/trace_replay.hpp"
 #include "streamsafe/error.hpp"
 
-#ifndef STREAMSAFE_GIT_COMMIT
-#define STREAMSAFE_GIT_COMMIT "unknown"
-#endif
-
 namespace streamsafe::bench {
 
 namespace {
@@ -63,7 +59,7 @@ struct bench_setup {
   double headroom = 0;
   bool json = false;
   std::string command;  // as run, for the raw output
-  std::string commit;
+  std::string commit;  // STREAMSAFE_COMMIT (the driver script sets it from git)
 };
 
 /// A streamsafe resource's STREAMSAFE_ALLOC_CONF: a bare policy name is shorthand, and + stands
@@ -185,11 +181,18 @@ void print_json(const std::string& header, const run_result& r) {
 
 std::string counted_cell(bool counted, double value) { return counted ? counted_or_null(true, value) : "-"; }
 
+std::string mode_of(const bench_setup& setup) {
+  std::ostringstream out;
+  out << (setup.busy ? "busy" : "idle");
+  if (setup.headroom > 0) out << ", headroom " << setup.headroom;
+  return out.str();
+}
+
 void print_row(const std::string& trace, const std::string& spec, const bench_setup& setup, const run_result& r) {
   const replay_phase first = first_iteration(r.replay);
   const replay_phase steady = steady_state(r.replay);
   std::printf("| %s | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %.4f | %.4f |\n", trace.c_str(), spec.c_str(),
-              setup.busy ? "busy" : "idle", first.ns_per_op, steady.ns_per_op,
+              mode_of(setup).c_str(), first.ns_per_op, steady.ns_per_op,
               counted_cell(r.counted.device_calls, first.device_calls_per_iteration).c_str(),
               counted_cell(r.counted.device_calls, steady.device_calls_per_iteration).c_str(),
               counted_cell(r.counted.host_syncs, steady.host_syncs_per_iteration).c_str(),
@@ -201,7 +204,7 @@ void print_row(const std::string& trace, const std::string& spec, const bench_se
 
 void print_table_header(const bench_setup& setup) {
   std::printf("replay_bench at %s: %s\n\n", setup.commit.c_str(), setup.command.c_str());
-  std::printf("| trace | resource | device | first ns/op | steady ns/op | first device calls | steady device calls "
+  std::printf("| trace | resource | mode | first ns/op | steady ns/op | first device calls | steady device calls "
               "/ iter | steady host syncs / iter | steady cross-stream reuses / iter | first reserved/live | steady "
               "reserved/live |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
 }
@@ -250,7 +253,7 @@ bench_setup setup_of(const cli::args& parsed, int argc, char** argv) {
   if (setup.busy && setup.busy_every == 0) throw usage_error("replay_bench: --busy-every must be at least 1");
   for (int i = 0; i < argc; ++i) setup.command += (i == 0 ? "" : " ") + std::string(argv[i]);
   const char* commit = std::getenv("STREAMSAFE_COMMIT");
-  setup.commit = commit != nullptr ? commit : STREAMSAFE_GIT_COMMIT;
+  setup.commit = commit != nullptr ? commit : "unknown (set STREAMSAFE_COMMIT)";
   return setup;
 }
 
