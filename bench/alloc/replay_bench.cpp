@@ -105,9 +105,10 @@ std::optional<run_result> run(const std::vector<trace_event>& events, const std:
     return std::nullopt;
   }
   const Device device = demo::replay_device(is_streamsafe(spec) ? setup.backend : "cuda", events, setup.busy);
+  // The headroom, the streams and the busy work are made before the target and so outlive it.
   const demo::device_headroom headroom(device, events, setup.headroom);
   const replay_streams streams = make_replay_streams(events, device);
-  std::optional<demo::busy_device> busy;  // declared before the target: destroyed after it
+  std::optional<demo::busy_device> busy;
   replay_loop loop{.iterations = setup.iterations};
   if (setup.busy) loop.work = busy.emplace(device).work(setup.busy_us, setup.busy_every);
   replay_resource resource = make_resource(spec, device);
@@ -209,6 +210,16 @@ void print_table_header(const bench_setup& setup) {
               "reserved/live |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
 }
 
+/// The line of a run without figures: `kind` is skipped or error.
+void print_no_figures(const std::string& header, const std::string& trace, const std::string& spec,
+                      const std::string& kind, const std::string& why, const bench_setup& setup) {
+  if (setup.json) {
+    std::cout << header << ",\"" << kind << "\":" << json_string(why) << "}" << std::endl;
+  } else {
+    std::printf("| %s | %s | %s: %s |||||||||\n", trace.c_str(), spec.c_str(), kind.c_str(), why.c_str());
+  }
+}
+
 /// Runs one trace through one resource and prints its line; false when it failed.
 bool bench_one(const std::string& path, const std::vector<trace_event>& events, const std::string& spec,
                const bench_setup& setup) {
@@ -218,16 +229,15 @@ bool bench_one(const std::string& path, const std::vector<trace_event>& events, 
   try {
     const std::optional<run_result> r = run(events, spec, setup, why);
     if (!r) {
-      if (setup.json) std::cout << header << ",\"skipped\":" << json_string(why) << "}" << std::endl;
-      if (!setup.json) std::printf("| %s | %s | skipped: %s |||||||||\n", trace.c_str(), spec.c_str(), why.c_str());
-      return true;
+      print_no_figures(header, trace, spec, "skipped", why, setup);
+    } else if (setup.json) {
+      print_json(header, *r);
+    } else {
+      print_row(trace, spec, setup, *r);
     }
-    if (setup.json) print_json(header, *r);
-    if (!setup.json) print_row(trace, spec, setup, *r);
     return true;
   } catch (const std::exception& e) {
-    if (setup.json) std::cout << header << ",\"error\":" << json_string(e.what()) << "}" << std::endl;
-    if (!setup.json) std::printf("| %s | %s | failed: %s |||||||||\n", trace.c_str(), spec.c_str(), e.what());
+    print_no_figures(header, trace, spec, "error", e.what(), setup);
     return false;
   }
 }
