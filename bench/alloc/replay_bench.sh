@@ -16,8 +16,8 @@
 #                   cuda_async]
 #     MODES         idle, busy, tight (idle with --headroom HEADROOM) [idle busy tight]
 #     TIGHT_TRACES  the traces the tight mode replays [the 4-stream one]
-#     HEADROOM [1.5]  ITERATIONS [10]  REQUESTS [4: inference requests per generated trace]
-#     BACKEND [cuda: streamsafe's backend]  RUN_TIMEOUT [240 s per run]
+#     HEADROOM [1.5]  ITERATIONS [10]  REQUESTS [2: inference requests per generated trace, 18,632 ops]
+#     BACKEND [cuda: streamsafe's backend]  RUN_TIMEOUT [180 s per run]
 set -uo pipefail
 out=${1:?usage: bench/alloc/replay_bench.sh OUT.jsonl}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -27,7 +27,7 @@ export LD_LIBRARY_PATH="$here/.device-build/lib:/usr/local/cuda/lib64:${LD_LIBRA
 export STREAMSAFE_COMMIT=${STREAMSAFE_COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$traces"
 
-requests=${REQUESTS:-4}
+requests=${REQUESTS:-2}
 single=$traces/inference_seed1_requests$requests.csv.gz
 streams4=$traces/inference_seed1_requests${requests}_streams4.csv.gz
 [ -f "$single" ] || python3 "$here/scripts/gen_inference_trace.py" "$single" --requests "$requests" --seed 1
@@ -60,12 +60,12 @@ run() {
     *) conf=(env -u PYTORCH_CUDA_ALLOC_CONF) ;;
   esac
   local line rc
-  line=$("${conf[@]}" timeout "${RUN_TIMEOUT:-240}" "$bin" "$trace" --resource "$resource" --backend "${BACKEND:-cuda}" \
+  line=$("${conf[@]}" timeout "${RUN_TIMEOUT:-180}" "$bin" "$trace" --resource "$resource" --backend "${BACKEND:-cuda}" \
     --iterations "${ITERATIONS:-10}" "${flags[@]}" --json 2>/tmp/replay_bench.err | tail -1)
   rc=${PIPESTATUS[0]}
   if [ -z "$line" ]; then
     local how="exit $rc"
-    [ "$rc" -eq 124 ] && how="timed out after ${RUN_TIMEOUT:-240} s"
+    [ "$rc" -eq 124 ] && how="timed out after ${RUN_TIMEOUT:-180} s"
     [ "$rc" -gt 128 ] && how="killed by signal $((rc - 128))"
     line="{\"bench\":\"replay_bench\",\"trace\":$(json_text "$(basename "$trace")"),\"resource\":\"$resource\","\
 "\"error\":$(json_text "$how: $(tail -c 300 /tmp/replay_bench.err)")}"

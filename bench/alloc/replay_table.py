@@ -3,7 +3,7 @@
 docs/allocator.md, "Replay benchmark": one row per trace, mode and resource, with each steady
 ns/op also as a fraction of c10's (native) on the same trace and mode.
 
-    bench/alloc/replay_table.py OUT.jsonl > OUT.md
+    bench/alloc/replay_table.py OUT.jsonl [MORE.jsonl...] > OUT.md   (a matrix run in parts)
 """
 import json
 import sys
@@ -37,7 +37,7 @@ def row(run, c10_steady):
 
 
 def main():
-    lines = [json.loads(text) for text in open(sys.argv[1]) if text.strip()]
+    lines = [json.loads(text) for path in sys.argv[1:] for text in open(path) if text.strip()]
     header = [r for r in lines if r.get("bench") == "replay_bench.sh"]
     runs = [r for r in lines if r.get("bench") == "replay_bench"]
     for h in header:
