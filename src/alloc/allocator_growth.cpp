@@ -256,6 +256,7 @@ void caching_allocator_impl::undo_growth(stream_pool& pool, block* b, const std:
   {
     std::lock_guard lock(pool.mutex);
     segment& s = *b->owner;
+    (void)pool.unlist_live(b->address);  // take() listed it: a later block at its address must not find it
     pool.give_back(b);
     if (fresh != nullptr && wholly_free(*fresh)) {
       disown_segment(pool, fresh);  // released whole, its chunks with it
