@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU machine: builds alloc_bench with PyTorch's c10 caching allocator beside ours,
-# cudaMalloc and cudaMallocAsync (one binary, one run), into .device-build/bin/alloc_bench.
+# On the GPU machine: builds alloc_bench and replay_bench with PyTorch's c10 caching allocator
+# beside ours, cudaMalloc and cudaMallocAsync (one binary each), into .device-build/bin/.
 # The machine lacks simdjson and zlib headers; bench/stage_gpu_binaries.sh carries them in
 # .device-build/deps/usr.
 set -euo pipefail
@@ -10,6 +10,7 @@ cmake -S . -B /tmp/torch-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_
   -DSTREAMSAFE_TESTS=OFF -DSTREAMSAFE_FUZZ=OFF -DSTREAMSAFE_TORCH_DIR="$torch_dir" \
   -Dsimdjson_DIR="$deps/lib/x86_64-linux-gnu/cmake/simdjson" -DZLIB_INCLUDE_DIR="$deps/include" \
   -DZLIB_LIBRARY="$(ls /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)" >/dev/null
-cmake --build /tmp/torch-bench --target alloc_bench -j 16 >/dev/null
-cp /tmp/torch-bench/bench/alloc/alloc_bench .device-build/bin/alloc_bench
-echo "alloc_bench rebuilt here with PyTorch from $torch_dir"
+cmake --build /tmp/torch-bench --target alloc_bench replay_bench -j 16 >/dev/null
+mkdir -p .device-build/bin
+cp /tmp/torch-bench/bench/alloc/alloc_bench /tmp/torch-bench/bench/alloc/replay_bench .device-build/bin/
+echo "alloc_bench and replay_bench rebuilt here with PyTorch from $torch_dir"

@@ -108,6 +108,7 @@ void mapped_growth::undo_growth(stream_pool& pool, block* b, const std::vector<s
   {
     std::lock_guard lock(pool.mutex);
     segment& s = *b->owner;
+    (void)pool.unlist_live(b->address);  // take() listed it: a later block at its address must not find it
     pool.give_back(b);
     if (fresh != nullptr && wholly_free(*fresh)) {
       context_.memory.disown(pool, fresh);  // released whole, its chunks with it

@@ -1,5 +1,5 @@
-// Replays an allocation trace through a caching_allocator, as one pass or as a training loop of
-// several, and measures each pass.
+// Replays an allocation trace through an allocator (streamsafe's caching_allocator, or any
+// replay_target), as one pass or as a training loop of several, and measures each pass.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -47,29 +47,41 @@ std::vector<bool> repeated_allocations(const std::vector<trace_event>& events, t
   return repeated;
 }
 
-/// One Stream per trace stream id, created before the allocator that uses them (and so
-/// destroyed after it).
-std::map<std::int64_t, Stream> make_streams(const std::vector<trace_event>& events, const Device& device) {
-  std::map<std::int64_t, Stream> streams;
-  for (const trace_event& e : events) {
-    if (e.action != trace_action::alloc && e.action != trace_action::record_stream) continue;
-    if (streams.contains(e.stream)) continue;
-    streams.emplace(e.stream, Stream(device, stream_options{.name = "trace stream " + std::to_string(e.stream)}));
+class caching_target final : public replay_target {
+ public:
+  caching_target(const Device& device, const allocator_options& options) : allocator_(device, options) {}
+  void* allocate(std::size_t bytes, StreamRef stream) override { return allocator_.allocate(bytes, stream); }
+  void deallocate(void* ptr) override { allocator_.deallocate(ptr); }
+  void record_stream(void* ptr, StreamRef stream) override { allocator_.record_stream(ptr, stream); }
+  void reset_reserved_peak() override { allocator_.reset_reserved_peak(); }
+  replay_counters counters() const override {
+    const allocator_stats s = allocator_.stats();
+    return replay_counters{.device_calls = s.device_calls.total(),
+                           .device_allocations = s.num_device_alloc,
+                           .host_syncs = s.num_host_syncs,
+                           .cross_stream_reuses = s.num_cross_stream_reuses,
+                           .peak_reserved_bytes = static_cast<std::uint64_t>(s.reserved_bytes.peak),
+                           .plan_activations = s.num_plan_activations,
+                           .plan_derailments = s.num_plan_derailments,
+                           .planned_allocations = s.num_planned_allocations,
+                           .plan_arena_bytes = s.plan_arena_bytes};
   }
-  return streams;
-}
+
+ private:
+  caching_allocator allocator_;
+};
 
 class loop_replayer {
  public:
-  loop_replayer(const std::vector<trace_event>& events, const Device& device, const allocator_options& options,
+  loop_replayer(const std::vector<trace_event>& events, const replay_streams& streams, replay_target& target,
                 const replay_loop& loop)
       : events_(events),
         loop_(loop),
         frees_(loop.free_point == replay_free_point::requested ? trace_action::free_requested
                                                                : trace_action::free_completed),
         repeated_(repeated_allocations(events, frees_)),
-        streams_(make_streams(events, device)),
-        allocator_(device, options) {
+        streams_(streams),
+        allocator_(target) {
     live_.reserve(1 << 16);
   }
   loop_replayer(const loop_replayer&) = delete;
@@ -94,8 +106,8 @@ class loop_replayer {
   const replay_loop& loop_;
   const trace_action frees_;
   const std::vector<bool> repeated_;
-  std::map<std::int64_t, Stream> streams_;
-  caching_allocator allocator_;
+  const replay_streams& streams_;
+  replay_target& allocator_;
   std::unordered_map<std::uint64_t, std::pair<void*, std::uint64_t>> live_;  // trace addr -> ours, size
   // What the first pass leaves live stays, out of live_: a later pass may reuse its trace
   // addresses (an activation's address, before a weight took it).
@@ -125,11 +137,11 @@ replay_result loop_replayer::run() {
   if (loop_.progress) loop_.progress(events_done_, events_done_);
   result.unmatched_frees = unmatched_;
   result.record_streams = record_streams_;
-  const allocator_stats end = allocator_.stats();
-  result.device_allocations = end.num_device_alloc;
-  result.plan_activations = end.num_plan_activations;
-  result.plan_derailments = end.num_plan_derailments;
-  result.planned_allocations = end.num_planned_allocations;
+  const replay_counters end = allocator_.counters();
+  result.device_allocations = end.device_allocations;
+  result.plan_activations = end.plan_activations;
+  result.plan_derailments = end.plan_derailments;
+  result.planned_allocations = end.planned_allocations;
   result.plan_arena_bytes = end.plan_arena_bytes;
   result.ns_per_op =
       result.operations == 0 ? 0.0 : static_cast<double>(elapsed_ns) / static_cast<double>(result.operations);
@@ -137,7 +149,7 @@ replay_result loop_replayer::run() {
 }
 
 replay_iteration loop_replayer::pass(std::size_t iteration) {
-  const allocator_stats before = allocator_.stats();
+  const replay_counters before = allocator_.counters();
   allocator_.reset_reserved_peak();
   pass_peak_live_ = live_bytes_;
   replay_iteration figures;
@@ -150,13 +162,13 @@ replay_iteration loop_replayer::pass(std::size_t iteration) {
   const auto elapsed = std::chrono::steady_clock::now() - start;
   for (const auto& [addr, entry] : live_) kept_.push_back(entry.first);
   live_.clear();
-  const allocator_stats after = allocator_.stats();
+  const replay_counters after = allocator_.counters();
   figures.elapsed_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
   figures.peak_live_bytes = pass_peak_live_;
-  figures.peak_reserved_bytes = static_cast<std::uint64_t>(after.reserved_bytes.peak);
-  figures.device_calls = after.device_calls.total() - before.device_calls.total();
-  figures.host_syncs = after.num_host_syncs - before.num_host_syncs;
-  figures.cross_stream_reuses = after.num_cross_stream_reuses - before.num_cross_stream_reuses;
+  figures.peak_reserved_bytes = after.peak_reserved_bytes;
+  figures.device_calls = after.device_calls - before.device_calls;
+  figures.host_syncs = after.host_syncs - before.host_syncs;
+  figures.cross_stream_reuses = after.cross_stream_reuses - before.cross_stream_reuses;
   return figures;
 }
 
@@ -258,10 +270,31 @@ replay_phase steady_state(const replay_result& result) {
   return summarize(std::span(result.iterations).subspan(1));
 }
 
+std::unique_ptr<replay_target> make_caching_replay_target(const Device& device, const allocator_options& options) {
+  return std::make_unique<caching_target>(device, options);
+}
+
+replay_streams make_replay_streams(const std::vector<trace_event>& events, const Device& device) {
+  replay_streams streams;
+  for (const trace_event& e : events) {
+    if (e.action != trace_action::alloc && e.action != trace_action::record_stream) continue;
+    if (streams.contains(e.stream)) continue;
+    streams.emplace(e.stream, Stream(device, stream_options{.name = "trace stream " + std::to_string(e.stream)}));
+  }
+  return streams;
+}
+
+replay_result replay_alloc_trace(const std::vector<trace_event>& events, const replay_streams& streams,
+                                 replay_target& target, const replay_loop& loop) {
+  loop_replayer replayer(events, streams, target, loop);
+  return replayer.run();
+}
+
 replay_result replay_alloc_trace(const std::vector<trace_event>& events, const Device& device,
                                  const allocator_options& options, const replay_loop& loop) {
-  loop_replayer replayer(events, device, options, loop);
-  return replayer.run();
+  const replay_streams streams = make_replay_streams(events, device);  // outlive the allocator
+  caching_target target(device, options);
+  return replay_alloc_trace(events, streams, target, loop);
 }
 
 }  // namespace streamsafe

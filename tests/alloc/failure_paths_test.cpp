@@ -77,6 +77,19 @@ TEST_F(FailurePaths, FailedMapInAKeptRangeUnmapsItsNewChunks) {
   alloc.deallocate(kept);
 }
 
+// The block a failed growth had placed is free again and must not stay listed as live: a free at
+// its address is refused, and a later block placed there is the one its free finds.
+TEST_F(FailurePaths, FailedGrowthLeavesNothingLiveAtItsAddress) {
+  caching_allocator alloc(device, with_segments(segment_kind::expandable));
+  void* kept = alloc.allocate(2 * mib, s);  // the failed block goes right after it
+  detail::sim_faults().maps.arm(1, 1);
+  EXPECT_THROW((void)alloc.allocate(6 * mib, s), cuda_error);
+  void* where_it_was = static_cast<char*>(kept) + 2 * mib;
+  EXPECT_THROW(alloc.deallocate(where_it_was), usage_error) << "the failed growth's block is still listed";
+  alloc.deallocate(kept);
+  expect_usable(alloc, s, 6 * mib);
+}
+
 TEST_F(FailurePaths, FailedFreeOfASegmentKeepsItInThePool) {
   caching_allocator alloc(device, with_segments(segment_kind::fixed));
   alloc.deallocate(alloc.allocate(mib, s));

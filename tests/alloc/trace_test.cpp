@@ -1,6 +1,9 @@
 // The allocation trace parser and the replay.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -188,6 +191,85 @@ TEST(TraceLoop, BusyWorkTouchesEveryNewBlockAndEveryRecordedUseAndStepsEveryKOpe
   const replay_result r = replay_alloc_trace(events, Device::sim(), allocator_options{}, loop);
   EXPECT_EQ(touches, (4u + 1) + (3u + 1));  // allocations and record_streams of both passes
   EXPECT_EQ(steps, r.operations / 2);
+}
+
+/// A replay_target that hands out distinct addresses it never touches and records what the loop
+/// asks of it; its "device calls" are its allocations, its reserved peak the live bytes' peak.
+class recording_target final : public replay_target {
+ public:
+  void* allocate(std::size_t bytes, StreamRef stream) override {
+    void* ptr = reinterpret_cast<void*>(next_ += 1 << 24);
+    live_[ptr] = {bytes, stream.id()};
+    live_bytes_ += bytes;
+    peak_ = std::max(peak_, live_bytes_);
+    ++allocations_;
+    return ptr;
+  }
+  void deallocate(void* ptr) override {
+    const auto it = live_.find(ptr);
+    ASSERT_NE(it, live_.end()) << "freed twice, or never allocated";
+    live_bytes_ -= it->second.first;
+    live_.erase(it);
+  }
+  void record_stream(void* ptr, StreamRef stream) override {
+    ASSERT_TRUE(live_.contains(ptr)) << "record_stream of a block not live";
+    recorded.emplace_back(live_[ptr].first, stream.id());
+  }
+  void reset_reserved_peak() override {
+    peak_ = live_bytes_;
+    ++peak_resets;
+  }
+  replay_counters counters() const override {
+    return replay_counters{.device_calls = allocations_, .device_allocations = allocations_, .peak_reserved_bytes = peak_};
+  }
+  [[nodiscard]] std::size_t live_blocks() const { return live_.size(); }
+
+  std::vector<std::pair<std::size_t, stream_id>> recorded;  // (block size, recorded stream)
+  std::size_t peak_resets = 0;
+
+ private:
+  std::uintptr_t next_ = 0;
+  std::map<void*, std::pair<std::size_t, stream_id>> live_;
+  std::uint64_t live_bytes_ = 0;
+  std::uint64_t peak_ = 0;
+  std::uint64_t allocations_ = 0;
+};
+
+TEST(TraceLoop, DrivesAnyReplayTargetThroughTheSameLoop) {
+  const auto events = parse_alloc_trace(training_step);
+  const Device device = Device::sim();
+  const replay_streams streams = make_replay_streams(events, device);
+  ASSERT_EQ(streams.size(), 2u);
+  recording_target target;
+  const replay_result r = replay_alloc_trace(events, streams, target, replay_loop{.iterations = 3});
+  ASSERT_EQ(r.iterations.size(), 3u);
+  EXPECT_EQ(r.iterations[0].operations, 7u);  // the same passes as through the caching allocator
+  EXPECT_EQ(r.iterations[1].operations, 6u);
+  // Each pass reads the target's own counters, from a peak restarted at the pass.
+  EXPECT_EQ(target.peak_resets, 3u);
+  EXPECT_EQ(r.iterations[0].device_calls, 4u);
+  EXPECT_EQ(r.iterations[2].device_calls, 3u);
+  EXPECT_EQ(r.device_allocations, 10u);
+  EXPECT_EQ(r.iterations[2].peak_reserved_bytes, 3000000u + 4000000 + 6000000);
+  // The trace's record_stream reaches the target, naming the stream that used the block.
+  const std::vector<std::pair<std::size_t, stream_id>> on_stream_1(3, {1000, streams.at(1).id()});
+  EXPECT_EQ(target.recorded, on_stream_1);
+  EXPECT_EQ(target.live_blocks(), 0u);  // the kept weights too are given back at the end
+}
+
+TEST(TraceLoop, TheCachingTargetCountsWhatTheAllocatorCounts) {
+  const auto events = parse_alloc_trace(training_step);
+  const Device device = Device::sim();
+  const replay_streams streams = make_replay_streams(events, device);
+  const std::unique_ptr<replay_target> target = make_caching_replay_target(device, allocator_options{});
+  const replay_result r = replay_alloc_trace(events, streams, *target, replay_loop{.iterations = 2});
+  const replay_result direct = replay_alloc_trace(events, device, allocator_options{}, replay_loop{.iterations = 2});
+  EXPECT_GT(r.iterations[0].device_calls, 0u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.iterations[i].device_calls, direct.iterations[i].device_calls) << "pass " << i;
+    EXPECT_EQ(r.iterations[i].peak_reserved_bytes, direct.iterations[i].peak_reserved_bytes) << "pass " << i;
+  }
+  EXPECT_EQ(target->counters().device_allocations, r.device_allocations);
 }
 
 TEST(AllocatorStats, CountsDeviceCallsAndHostSyncs) {

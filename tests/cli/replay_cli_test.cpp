@@ -1,4 +1,4 @@
-// `streamsafe replay` as a user runs it: one pass, a training loop, a busy device.
+// `streamsafe replay` as a user runs it: one pass, a training loop, a busy device, a tight device.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -69,12 +69,32 @@ TEST(ReplayCli, BusyDeviceRunsTheLoopAndSaysSo) {
   EXPECT_THAT(text.output, ::testing::ContainsRegex("steady \\(2\\.\\.N\\) +[0-9.]+ +0\\.0 +0\\.0"));
 }
 
+TEST(ReplayCli, ATightDeviceMakesStreamsShareTheirCachesInSteadyState) {
+  // Stream 0 frees a block before stream 1 asks for as much: with room to grow, stream 1 builds
+  // its own cache; with 1.1 x the peak live bytes free, it must borrow stream 0's every pass.
+  const std::string path = ::testing::TempDir() + "replay-cli-lending.csv";
+  std::ofstream(path) << "action,addr,size,stream\n"
+                         "alloc,1,8000000,0\n"
+                         "free_requested,1,8000000,0\n"
+                         "alloc,2,8000000,1\n"
+                         "free_requested,2,8000000,1\n";
+  const auto roomy = run("replay " + path + " --iterations 3 --json");
+  ASSERT_EQ(roomy.exit_code, 0) << roomy.output;
+  EXPECT_EQ(number(roomy.output, "steady_cross_stream_reuses_per_iteration"), 0) << roomy.output;
+  const auto tight = run("replay " + path + " --iterations 3 --headroom 1.1 --json");
+  ASSERT_EQ(tight.exit_code, 0) << tight.output;
+  EXPECT_THAT(tight.output, ::testing::HasSubstr("\"headroom\":1.1"));
+  EXPECT_GE(number(tight.output, "steady_cross_stream_reuses_per_iteration"), 1) << tight.output;
+  EXPECT_LT(number(tight.output, "steady_reserved_over_live"), number(roomy.output, "steady_reserved_over_live"));
+}
+
 TEST(ReplayCli, BadLoopOptionsAreRejectedWithTheirName) {
   const std::string trace = write_trace();
-  for (const std::string bad : {"--iterations 0", "--iterations many", "--busy --busy-every 0"}) {
+  for (const std::string bad :
+       {"--iterations 0", "--iterations many", "--busy --busy-every 0", "--headroom lots", "--headroom -1"}) {
     const auto result = run("replay " + trace + " " + bad);
     EXPECT_EQ(result.exit_code, 2) << bad << ": " << result.output;
-    EXPECT_THAT(result.output, ::testing::ContainsRegex("--(iterations|busy-every)")) << bad;
+    EXPECT_THAT(result.output, ::testing::ContainsRegex("--(iterations|busy-every|headroom)")) << bad;
   }
 }
 

@@ -63,16 +63,25 @@ std::string args::value_or(std::string_view name, std::string fallback) const {
   return value(name).value_or(std::move(fallback));
 }
 
-std::uint64_t args::unsigned_or(std::string_view name, std::uint64_t fallback) const {
+template <typename number>
+number args::number_or(std::string_view name, number fallback, std::string_view wanted) const {
   auto text = value(name);
   if (!text) return fallback;
-  std::uint64_t parsed = 0;
+  number parsed{};
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), parsed);
   if (ec != std::errc() || end != text->data() + text->size()) {
-    throw usage_error("streamsafe " + command_ + ": --" + std::string(name) +
-                      " wants a non-negative integer, got '" + *text + "'");
+    throw usage_error("streamsafe " + command_ + ": --" + std::string(name) + " wants " + std::string(wanted) +
+                      ", got '" + *text + "'");
   }
   return parsed;
+}
+
+std::uint64_t args::unsigned_or(std::string_view name, std::uint64_t fallback) const {
+  return number_or<std::uint64_t>(name, fallback, "a non-negative integer");
+}
+
+double args::decimal_or(std::string_view name, double fallback) const {
+  return number_or<double>(name, fallback, "a decimal number");
 }
 
 std::string usage(std::string_view command, std::string_view synopsis, const std::vector<option_spec>& specs) {

@@ -28,9 +28,14 @@ class args {
   [[nodiscard]] std::string value_or(std::string_view name, std::string fallback) const;
   /// Parses an unsigned integer option; throws usage_error naming the option on bad text.
   [[nodiscard]] std::uint64_t unsigned_or(std::string_view name, std::uint64_t fallback) const;
+  /// Parses a decimal number option (such as 1.5); throws usage_error naming the option on bad text.
+  [[nodiscard]] double decimal_or(std::string_view name, double fallback) const;
   [[nodiscard]] const std::vector<std::string>& positionals() const { return positionals_; }
 
  private:
+  template <typename number>
+  [[nodiscard]] number number_or(std::string_view name, number fallback, std::string_view wanted) const;
+
   std::string command_;
   std::map<std::string, std::string, std::less<>> values_;
   std::set<std::string, std::less<>> flags_;

@@ -1,5 +1,5 @@
 // streamsafe replay TRACE [--backend sim|cuda] [--json] [--free-point requested|completed] [--conf TEXT]
-//                         [--iterations N] [--busy] [--busy-us US] [--busy-every K]:
+//                         [--iterations N] [--busy] [--busy-us US] [--busy-every K] [--headroom F]:
 // replays an allocation trace (GUIDE.md section 5) through the caching allocator, once or as a
 // training loop, and prints peak live bytes, peak reserved bytes, their ratio, device calls,
 // host synchronizations and ns per op, for the first iteration and the steady state.
@@ -7,16 +7,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "args.hpp"
+#include "busy_device.hpp"
 #include "commands.hpp"
-#include "demo_kernels.hpp"
 #include "progress_line.hpp"
+#include "replay_device.hpp"
 #include "streamsafe/alloc/allocator_options.hpp"
 #include "streamsafe/alloc/trace_replay.hpp"
 #include "streamsafe/device.hpp"
@@ -41,6 +41,9 @@ const std::vector<option_spec> replay_options_spec = {
      "on its stream (sim: threaded mode)"},
     {"busy-us", true, "with --busy: microseconds each busy kernel runs (default 100)"},
     {"busy-every", true, "with --busy: operations between busy kernels (default 100)"},
+    {"headroom", true,
+     "hold device memory so that only this many times the trace's peak live bytes stay free (a tight device, "
+     "where streams share their caches; default 0: the whole device)"},
     {"help", false, "print this help"},
 };
 
@@ -50,22 +53,6 @@ std::string_view free_point_name(replay_free_point point) {
     case replay_free_point::completed: return "free_completed";
   }
   return "?";
-}
-
-/// sim memory for the replay: twice the trace's peak live bytes (plus slack), capped so the
-/// host can reserve it. A busy device runs its streams on threads, so that work really runs
-/// beside the host and a synchronization waits for it.
-Device replay_device(const std::string& backend, const std::vector<trace_event>& events, bool busy) {
-  if (backend == "cuda") return Device::cuda(0);
-  if (backend != "sim") throw usage_error("streamsafe replay: --backend must be sim or cuda, not '" + backend + "'");
-  std::uint64_t live = 0;
-  std::uint64_t peak = 0;
-  for (const trace_event& e : events) {
-    if (e.action == trace_action::alloc) peak = std::max(peak, live += e.size);
-    if (e.action == trace_action::free_requested) live -= std::min(live, e.size);
-  }
-  return Device::sim(sim_options{.memory_capacity = peak * 2 + (std::size_t{1} << 30),
-                                 .mode = busy ? sim_mode::threaded : sim_mode::deterministic});
 }
 
 /// The segment policy in STREAMSAFE_ALLOC_CONF's words, so a table of runs says which was which.
@@ -94,46 +81,12 @@ double ratio(std::uint64_t reserved, std::uint64_t live) {
   return live == 0 ? 0.0 : static_cast<double>(reserved) / static_cast<double>(live);
 }
 
-/// The device work of --busy: one scratch word per stream for its busy kernels, device memory
-/// that lives until the replay (and its allocator, which synchronizes the device) is gone.
-class busy_device {
- public:
-  static constexpr std::size_t slots = 256;
-  static constexpr std::size_t touched_bytes = 4096;
-
-  explicit busy_device(Device device) : device_(std::move(device)) {
-    scratch_ = static_cast<std::uint32_t*>(device_.allocate(slots * sizeof(std::uint32_t)));
-  }
-  busy_device(const busy_device&) = delete;
-  busy_device& operator=(const busy_device&) = delete;
-  ~busy_device() { device_.deallocate(scratch_); }
-
-  replay_work work(unsigned busy_us, std::size_t every) {
-    return replay_work{
-        .touch = [](StreamRef stream, void* ptr, std::size_t bytes) {
-          stream.fill(ptr, 0, std::min(bytes, touched_bytes));
-        },
-        .step = [this, busy_us](StreamRef stream) { stream.launch(demo::busy_kernel(slot_of(stream), busy_us)); },
-        .step_every = every,
-    };
-  }
-
- private:
-  std::uint32_t* slot_of(StreamRef stream) {
-    const auto [it, added] = slot_.try_emplace(stream.id(), slot_.size() % slots);
-    return scratch_ + it->second;
-  }
-
-  Device device_;
-  std::uint32_t* scratch_ = nullptr;
-  std::map<stream_id, std::size_t> slot_;
-};
-
 struct replay_setup {
   std::size_t iterations = 1;
   bool busy = false;
   unsigned busy_us = 0;
   std::size_t busy_every = 0;
+  double headroom = 0;
 };
 
 void print_phase_json(const char* prefix, const replay_phase& p) {
@@ -151,7 +104,7 @@ void print_json(const replay_result& r, const Device& device, const std::string&
       "{\"device\":\"%s\",\"policy\":\"%s\",\"operations\":%llu,\"streams\":%zu,\"free_point\":\"%s\",\"peak_live_bytes\":%llu,"
       "\"peak_reserved_bytes\":%llu,\"reserved_over_live\":%.4f,\"original_peak_reserved_bytes\":%llu,"
       "\"original_reserved_over_live\":%.4f,\"device_allocations\":%llu,\"unmatched_frees\":%llu,\"ns_per_op\":%.1f,"
-      "\"iterations\":%zu,\"busy\":%s,\"record_streams\":%llu,\"plan_activations\":%llu,\"plan_derailments\":%llu,"
+      "\"iterations\":%zu,\"busy\":%s,\"headroom\":%g,\"record_streams\":%llu,\"plan_activations\":%llu,\"plan_derailments\":%llu,"
       "\"planned_allocations\":%llu,\"plan_arena_bytes\":%llu",
       device.name().c_str(), policy.c_str(), static_cast<unsigned long long>(r.operations), r.streams,
       std::string(free_point_name(r.free_point)).c_str(), static_cast<unsigned long long>(r.peak_live_bytes),
@@ -159,7 +112,7 @@ void print_json(const replay_result& r, const Device& device, const std::string&
       static_cast<unsigned long long>(r.original_peak_reserved_bytes),
       ratio(r.original_peak_reserved_bytes, r.peak_live_bytes), static_cast<unsigned long long>(r.device_allocations),
       static_cast<unsigned long long>(r.unmatched_frees), r.ns_per_op, r.iterations.size(),
-      setup.busy ? "true" : "false", static_cast<unsigned long long>(r.record_streams),
+      setup.busy ? "true" : "false", setup.headroom, static_cast<unsigned long long>(r.record_streams),
       static_cast<unsigned long long>(r.plan_activations), static_cast<unsigned long long>(r.plan_derailments),
       static_cast<unsigned long long>(r.planned_allocations), static_cast<unsigned long long>(r.plan_arena_bytes));
   print_phase_json("first", first_iteration(r));
@@ -215,6 +168,10 @@ void print_text(const std::string& path, const replay_result& r, const Device& d
     std::printf("skipped %llu frees or record_streams of addresses allocated before the trace began\n",
                 static_cast<unsigned long long>(r.unmatched_frees));
   }
+  if (setup.headroom > 0) {
+    std::printf("tight device: %.1f MiB free for the replay (%g x the peak live bytes)\n",
+                static_cast<double>(r.peak_live_bytes) * setup.headroom / mib, setup.headroom);
+  }
   if (setup.busy) {
     std::printf("device kept busy: a %u us kernel every %zu operations, a fill of each new block\n", setup.busy_us,
                 setup.busy_every);
@@ -234,6 +191,7 @@ replay_setup setup_of(const args& parsed) {
   setup.busy_us = static_cast<unsigned>(parsed.unsigned_or("busy-us", 100));
   setup.busy_every = parsed.unsigned_or("busy-every", 100);
   if (setup.busy && setup.busy_every == 0) throw usage_error("streamsafe replay: --busy-every must be at least 1");
+  setup.headroom = parsed.decimal_or("headroom", 0);
   return setup;
 }
 
@@ -244,7 +202,7 @@ int run_replay(const std::vector<std::string>& argv) {
   if (parsed.has("help")) {
     std::cout << usage("replay",
                        "TRACE [--backend sim|cuda] [--json] [--free-point requested|completed] [--conf TEXT] "
-                       "[--iterations N] [--busy [--busy-us US] [--busy-every K]]",
+                       "[--iterations N] [--busy [--busy-us US] [--busy-every K]] [--headroom F]",
                        replay_options_spec);
     return 0;
   }
@@ -261,8 +219,9 @@ int run_replay(const std::vector<std::string>& argv) {
       parsed.has("conf") ? parse_alloc_conf(*parsed.value("conf")) : alloc_options_from_env();
   const replay_setup setup = setup_of(parsed);
   const std::vector<trace_event> events = load_alloc_trace(path);
-  const Device device = replay_device(parsed.value_or("backend", "sim"), events, setup.busy);
-  std::optional<busy_device> busy;
+  const Device device = demo::replay_device(parsed.value_or("backend", "sim"), events, setup.busy);
+  const demo::device_headroom headroom(device, events, setup.headroom);  // outlives the replay's allocator
+  std::optional<demo::busy_device> busy;
   replay_loop loop{.iterations = setup.iterations,
                    .free_point = free_point == "requested" ? replay_free_point::requested : replay_free_point::completed,
                    .progress = progress_printer(events.size() * setup.iterations)};

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -134,5 +136,51 @@ struct replay_loop {
 /// out_of_memory when the device is too small.
 [[nodiscard]] replay_result replay_alloc_trace(const std::vector<trace_event>& events, const Device& device,
                                                const allocator_options& options, const replay_loop& loop = {});
+
+/// What an allocator has counted so far, read by a replay before and after each pass. An
+/// allocator that cannot count one of them leaves it 0 (its replay_target says which it counts).
+struct replay_counters {
+  std::uint64_t device_calls = 0;         ///< calls that get or give back device memory
+  std::uint64_t device_allocations = 0;   ///< of those, the ones that get memory
+  std::uint64_t host_syncs = 0;           ///< times the allocator made the host wait for the device
+  std::uint64_t cross_stream_reuses = 0;  ///< blocks lent to another stream than their last
+  std::uint64_t peak_reserved_bytes = 0;  ///< since the last reset_reserved_peak()
+  /// streamsafe's repeat plan (allocator_stats' num_plan_* and plan_arena_bytes; 0 elsewhere).
+  std::uint64_t plan_activations = 0;
+  std::uint64_t plan_derailments = 0;
+  std::uint64_t planned_allocations = 0;
+  std::uint64_t plan_arena_bytes = 0;
+};
+
+/// The allocator a replay drives, so that one loop (the same passes, the same busy work)
+/// measures streamsafe's and other allocators alike. Called from the replaying thread only.
+class replay_target {
+ public:
+  virtual ~replay_target() = default;
+  /// `bytes` > 0, usable in stream order on `stream`.
+  [[nodiscard]] virtual void* allocate(std::size_t bytes, StreamRef stream) = 0;
+  /// Frees a block allocate() returned; work already enqueued on its allocation stream and on
+  /// each stream record_stream() named may still use it, and the target must let it finish.
+  virtual void deallocate(void* ptr) = 0;
+  /// `stream` also uses the live block `ptr`: its memory waits for that stream's work at the free.
+  virtual void record_stream(void* ptr, StreamRef stream) = 0;
+  virtual void reset_reserved_peak() = 0;
+  [[nodiscard]] virtual replay_counters counters() const = 0;
+};
+
+/// A replay_target over a caching_allocator on `device` with `options`, the allocator the
+/// first replay_alloc_trace overload uses. Its streams must outlive it.
+[[nodiscard]] std::unique_ptr<replay_target> make_caching_replay_target(const Device& device,
+                                                                        const allocator_options& options);
+
+/// One Stream per trace stream id that allocates or is recorded on (ascending ids). Make them
+/// before the target that uses them, so that the target is destroyed first.
+using replay_streams = std::map<std::int64_t, Stream>;
+[[nodiscard]] replay_streams make_replay_streams(const std::vector<trace_event>& events, const Device& device);
+
+/// As above, through `target`, on `streams` (from make_replay_streams over the same events).
+/// Blocks still live at the end are given back to `target` before it returns.
+[[nodiscard]] replay_result replay_alloc_trace(const std::vector<trace_event>& events, const replay_streams& streams,
+                                               replay_target& target, const replay_loop& loop = {});
 
 }  // namespace streamsafe
