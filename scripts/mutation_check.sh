@@ -98,8 +98,8 @@ mutation_in $lifetime failed-unmap-forgets-chunk "$release" \
 mutation_in $lifetime retire-without-idle-query "$impl" \
   '    if (!StreamRef(share.get()).query()) continue;' ''
 mutation_in $lifetime destructor-synchronizes-device "$impl" \
-  '    if (!pool->segments().empty()) quietly([&] { pool->stream().synchronize(); });' \
-  '    quietly([&] { device_.synchronize(); });'
+  '    if (!pool->segments().empty()) quietly("stream synchronize", [&] { pool->stream().synchronize(); });' \
+  '    quietly("device synchronize", [&] { device_.synchronize(); });'
 # The soak's device checks (tags written on each block's stream, checked before its free) can
 # fail: remap-unmaps-without-sync again, seen by the soak alone (a queued tag check touches a
 # moved chunk).

@@ -3,6 +3,9 @@
 import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1])]
 single={}
+failed=[r for r in rows if 'error' in r['run']]
+rows=[r for r in rows if 'error' not in r['run']]
+for r in failed: print(f"failed: {r['trace']} {r['conf']} {r['iters']} iterations: {r['run']['error']}")
 for r in rows:
     if r['iters']==1: single[(r['trace'],r['conf'])]=r['run']['first_device_calls_per_iteration']
 print("| trace | repeat_plan | calls, 1 iteration | calls, 10 iterations | 10 / 1 | calls per iteration 1..10 | host syncs per iteration 1..10 | reserved/live per iteration 1..10 | ns/op iteration 1 / 10 | plan: activations, derailments, arena MiB |")
@@ -10,7 +13,7 @@ print("|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     if r['iters']!=10: continue
     d=r['run']; its=d['per_iteration']
-    tot=sum(i['device_calls'] for i in its); one=single[(r['trace'],r['conf'])]
+    tot=sum(i['device_calls'] for i in its); one=single.get((r['trace'],r['conf']), float('nan'))
     calls=" ".join(str(i['device_calls']) for i in its)
     syncs=" ".join(str(i['host_syncs']) for i in its)
     rl=" ".join(f"{i['peak_reserved_bytes']/i['peak_live_bytes']:.3f}" for i in its)
