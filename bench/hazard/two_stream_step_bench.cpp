@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "demo_kernels.hpp"
@@ -36,31 +37,41 @@ struct step_buffers {
   std::uint32_t* y;
 };
 
-void run_steps(benchmark::State& state, Device device, tracking mode) {
-  Stream a(device, {.name = "A"});
-  Stream b(device, {.name = "B"});
-  Event a_done(device);
-  Event b_done(device);
-  step_buffers buffers(device);
-  const auto add = demo::fill_kernel(buffers.x, elements, 3);
-  const auto multiply = demo::double_kernel(buffers.x, buffers.y, elements);
-  std::optional<hazard::tracker> tracker;
-  if (mode != tracking::none) {
-    const auto policy = mode == tracking::off      ? hazard::policy::off
-                        : mode == tracking::report ? hazard::policy::report
-                                                   : hazard::policy::enforce;
-    tracker.emplace(device, policy);
-  }
-  for (auto _ : state) {
+hazard::policy policy_of(tracking mode) {
+  return mode == tracking::off      ? hazard::policy::off
+         : mode == tracking::report ? hazard::policy::report
+                                    : hazard::policy::enforce;
+}
+
+/// The streams, events, buffers and kernels of the step, made once per benchmark run.
+struct step_setup {
+  explicit step_setup(Device& device)
+      : a(device, {.name = "A"}),
+        b(device, {.name = "B"}),
+        a_done(device),
+        b_done(device),
+        buffers(device),
+        add(demo::fill_kernel(buffers.x, elements, 3)),
+        multiply(demo::double_kernel(buffers.x, buffers.y, elements)) {}
+  Stream a;
+  Stream b;
+  Event a_done;
+  Event b_done;
+  step_buffers buffers;
+  kernel add;
+  kernel multiply;
+
+  /// One step; with a tracker, the two launches are tracked accesses.
+  void run(hazard::tracker* tracker) {
     a.wait(b_done);
-    if (tracker) {
+    if (tracker != nullptr) {
       tracker->on(a).writes(buffers.x, elements * 4).launch(add);
     } else {
       a.launch(add);
     }
     a_done.record(a);
     b.wait(a_done);
-    if (tracker) {
+    if (tracker != nullptr) {
       tracker->on(b).reads(buffers.x, elements * 4).writes(buffers.y, elements * 4).launch(multiply);
     } else {
       b.launch(multiply);
@@ -68,11 +79,59 @@ void run_steps(benchmark::State& state, Device device, tracking mode) {
     b_done.record(b);
     b_done.synchronize();
   }
-  if (!tracker) return;
-  const auto found = tracker->hazards();
+};
+
+/// Fails the run if a correct step was reported, and counts the informational findings.
+void check_findings(benchmark::State& state, const hazard::tracker& tracker) {
+  const auto found = tracker.hazards();
   const auto wrong = std::count_if(found.begin(), found.end(), [](const auto& h) { return !hazard::is_informational(h.kind); });
   if (wrong > 0) state.SkipWithError("the correct step reported hazards");
   state.counters["informational_findings"] = static_cast<double>(found.size());
+}
+
+void run_steps(benchmark::State& state, Device device, tracking mode) {
+  step_setup step(device);
+  std::optional<hazard::tracker> tracker;
+  if (mode != tracking::none) tracker.emplace(device, policy_of(mode));
+  for (auto _ : state) step.run(tracker ? &*tracker : nullptr);
+  if (tracker) check_findings(state, *tracker);
+}
+
+/// Paired: each iteration runs a block of steps untracked and a block under a fresh tracker,
+/// in alternating order, so slow drifts of the host (clocks, other tenants) hit both alike. The
+/// time reported is the tracked blocks'; `tracked_over_untracked` is this repetition's ratio of
+/// the two blocks' total times, the figure whose spread across repetitions says whether the
+/// tracker's cost stands out of the noise.
+void run_paired(benchmark::State& state, Device device, tracking mode) {
+  constexpr int steps_per_block = 100;
+  step_setup step(device);
+  using clock = std::chrono::steady_clock;
+  clock::duration untracked{};
+  clock::duration tracked{};
+  const auto block = [&](hazard::tracker* tracker) {
+    const auto begin = clock::now();
+    for (int i = 0; i < steps_per_block; ++i) step.run(tracker);
+    return clock::now() - begin;
+  };
+  bool untracked_first = true;
+  for (auto _ : state) {
+    hazard::tracker tracker(device, policy_of(mode));
+    const auto first = block(untracked_first ? nullptr : &tracker);
+    const auto second = block(untracked_first ? &tracker : nullptr);
+    untracked += untracked_first ? first : second;
+    const auto tracked_now = untracked_first ? second : first;
+    tracked += tracked_now;
+    state.SetIterationTime(std::chrono::duration<double>(tracked_now).count() / steps_per_block);
+    check_findings(state, tracker);
+    untracked_first = !untracked_first;
+  }
+  const auto per_step_us = [&](clock::duration total) {
+    return std::chrono::duration<double, std::micro>(total).count() / (steps_per_block * static_cast<double>(state.iterations()));
+  };
+  state.counters["untracked_us"] = per_step_us(untracked);
+  state.counters["tracked_us"] = per_step_us(tracked);
+  state.counters["tracked_over_untracked"] = std::chrono::duration<double>(tracked).count() /
+                                             std::chrono::duration<double>(untracked).count();
 }
 
 void BM_step_sim(benchmark::State& state, tracking mode) { run_steps(state, Device::sim(), mode); }
@@ -85,6 +144,16 @@ void BM_step_cuda(benchmark::State& state, tracking mode) {
   run_steps(state, Device::cuda(0), mode);
 }
 
+void BM_paired_sim(benchmark::State& state, tracking mode) { run_paired(state, Device::sim(), mode); }
+
+void BM_paired_cuda(benchmark::State& state, tracking mode) {
+  if (Device::cuda_device_count() == 0) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  run_paired(state, Device::cuda(0), mode);
+}
+
 BENCHMARK_CAPTURE(BM_step_sim, untracked, tracking::none)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_step_sim, off, tracking::off)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_step_sim, report, tracking::report)->Unit(benchmark::kMicrosecond);
@@ -93,6 +162,10 @@ BENCHMARK_CAPTURE(BM_step_cuda, untracked, tracking::none)->Unit(benchmark::kMic
 BENCHMARK_CAPTURE(BM_step_cuda, off, tracking::off)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_step_cuda, report, tracking::report)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_step_cuda, enforce, tracking::enforce)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_paired_sim, report, tracking::report)->Unit(benchmark::kMicrosecond)->UseManualTime();
+BENCHMARK_CAPTURE(BM_paired_cuda, off, tracking::off)->Unit(benchmark::kMicrosecond)->UseManualTime();
+BENCHMARK_CAPTURE(BM_paired_cuda, report, tracking::report)->Unit(benchmark::kMicrosecond)->UseManualTime();
+BENCHMARK_CAPTURE(BM_paired_cuda, enforce, tracking::enforce)->Unit(benchmark::kMicrosecond)->UseManualTime();
 
 }  // namespace
 
