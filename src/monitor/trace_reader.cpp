@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "monitor/exact_time.hpp"
 #include "monitor/gzip_input.hpp"
 #include "monitor/json_error_locator.hpp"
 #include "streamsafe/error.hpp"
@@ -25,8 +26,9 @@ struct event_fields {
   std::string_view name;
   std::optional<std::int64_t> pid;  // empty when the writer used a string ("Spans")
   std::optional<std::int64_t> tid;
-  std::optional<double> ts;
-  std::optional<double> dur;
+  std::optional<std::int64_t> ts_ns;  // exact: see exact_time.hpp
+  std::optional<std::int64_t> dur_ns;
+  bool unreadable_time = false;  // a "ts" or "dur" that is not a number of microseconds
   // args
   std::int64_t correlation = -1;
   std::optional<std::int64_t> device;
@@ -199,13 +201,22 @@ class reader {
       } else if (key == "tid") {
         e.tid = read_id(v);
       } else if (key == "ts") {
-        e.ts = v.get_double();
+        read_time(v, e.ts_ns, e.unreadable_time);
       } else if (key == "dur") {
-        e.dur = v.get_double();
+        read_time(v, e.dur_ns, e.unreadable_time);
       } else if (key == "args") {
         if (v.type() == od::json_type::object) read_args(v.get_object(), e);
       }
     }
+  }
+
+  /// Not a number, or a malformed one: simdjson's error, as for any other field. A number whose
+  /// nanoseconds do not fit in int64 is refused later, where the event's offset is known.
+  static void read_time(od::value v, std::optional<std::int64_t>& ns, bool& unreadable) {
+    if (v.type() == od::json_type::number) ns = detail::microseconds_text_to_ns(v.raw_json_token());
+    if (ns) return;
+    [[maybe_unused]] const double checked = v.get_double();
+    unreadable = true;
   }
 
   static void read_args(od::object args, event_fields& e) {
@@ -239,21 +250,24 @@ class reader {
     op_kind kind = op_kind::kernel;
     const event_family family = family_of(e, kind);
     if (family == event_family::ignored) return;
-    if (!e.ts) fail(where, "an X event has no \"ts\"");
-    const double dur = e.dur.value_or(0.0);
-    if (dur < 0) fail(where, "an X event has a negative \"dur\"");
+    if (e.unreadable_time) fail(where, "an X event's \"ts\" or \"dur\" is not a number of microseconds within range");
+    if (!e.ts_ns) fail(where, "an X event has no \"ts\"");
+    if (e.dur_ns.value_or(0) < 0) fail(where, "an X event has a negative \"dur\"");
+    if (!result_.origin_ns) result_.origin_ns = *e.ts_ns;
+    const double ts = since_origin_us(*e.ts_ns, where);
+    const double dur = static_cast<double>(e.dur_ns.value_or(0)) / 1000.0;
     switch (family) {
-      case event_family::gpu_op: return add_gpu_op(e, kind, dur, where);
+      case event_family::gpu_op: return add_gpu_op(e, kind, ts, dur, where);
       case event_family::runtime_call:
-        result_.calls.push_back({e.tid.value_or(0), classify_call(e.name), *e.ts, dur,
+        result_.calls.push_back({e.tid.value_or(0), classify_call(e.name), ts, dur,
                                  result_.names.intern(e.name), e.correlation});
         return;
       case event_family::host_annotation:
         result_.annotations.push_back(
-            {annotation_side::host, {}, e.tid.value_or(0), result_.names.intern(e.name), *e.ts, dur});
+            {annotation_side::host, {}, e.tid.value_or(0), result_.names.intern(e.name), ts, dur});
         return;
       case event_family::gpu_annotation:
-        result_.annotations.push_back({annotation_side::gpu, gpu_stream_of(e), 0, result_.names.intern(e.name), *e.ts, dur});
+        result_.annotations.push_back({annotation_side::gpu, gpu_stream_of(e), 0, result_.names.intern(e.name), ts, dur});
         return;
       case event_family::ignored: return;
     }
@@ -263,12 +277,20 @@ class reader {
     return {static_cast<std::int32_t>(e.device.value_or(e.pid.value_or(0))), e.stream.value_or(e.tid.value_or(0))};
   }
 
-  void add_gpu_op(const event_fields& e, op_kind kind, double dur, const char* where) {
+  /// Microseconds after the trace's origin; the difference is taken in integers, so it is exact
+  /// wherever a double holds it (below 2^53 ns, 104 days).
+  double since_origin_us(std::int64_t ts_ns, const char* where) const {
+    std::int64_t delta = 0;
+    if (__builtin_sub_overflow(ts_ns, *result_.origin_ns, &delta)) fail(where, "an X event's \"ts\" is too far from the trace's first");
+    return static_cast<double>(delta) / 1000.0;
+  }
+
+  void add_gpu_op(const event_fields& e, op_kind kind, double ts, double dur, const char* where) {
     if (!e.pid && !e.device) fail(where, "a GPU event names no device (pid or args.device)");
     gpu_op op;
     op.stream = gpu_stream_of(e);
     op.kind = kind;
-    op.ts_us = *e.ts;
+    op.ts_us = ts;
     op.dur_us = dur;
     op.name = result_.names.intern(e.name);
     op.correlation = e.correlation;

@@ -34,7 +34,9 @@ TEST(TraceReader, ReadsGpuOpsCallsAndNames) {
   const gpu_op& copy = t.ops[0];  // sorted by time
   EXPECT_EQ(copy.kind, op_kind::memcpy);
   EXPECT_EQ(copy.stream, (stream_key{0, 13}));
-  EXPECT_DOUBLE_EQ(copy.ts_us, 10);
+  ASSERT_TRUE(t.origin_ns.has_value());
+  EXPECT_EQ(*t.origin_ns, 5'500);  // the first timed event kept, cudaMemcpyAsync at 5.5 us
+  EXPECT_DOUBLE_EQ(copy.ts_us, 10 - 5.5);
   EXPECT_EQ(copy.bytes, 1024u);
   EXPECT_EQ(copy.src, memory_kind::pageable);
   EXPECT_EQ(copy.dst, memory_kind::device);

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -122,6 +123,10 @@ class string_table {
 
 struct trace {
   std::string source;  // file name, for messages
+  /// Every ts_us is microseconds after this instant, in the writer's clock (nanoseconds; a
+  /// reader sets it to the first timed event's time, so that nanosecond digits on epoch
+  /// timestamps survive the conversion to double). Unset: ts_us are the writer's own.
+  std::optional<std::int64_t> origin_ns;
   string_table names;
   std::vector<gpu_op> ops;  // sorted by ts_us once a reader returns
   std::vector<runtime_call> calls;  // sorted by ts_us once a reader returns
