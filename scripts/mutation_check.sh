@@ -37,7 +37,6 @@ release=src/alloc/pool_memory.cpp
 mapped=src/alloc/growth_map_new.cpp
 source=src/alloc/memory_source.cpp
 pending=src/alloc/pending_frees.cpp
-stitch=src/alloc/growth_stitch.cpp
 uncached=src/alloc/uncached_resource.cpp
 poison=src/alloc/poison_adaptor.cpp
 plan=src/alloc/iteration_plan.cpp
@@ -55,7 +54,7 @@ mutation unmap-partly-used-chunk "$release" \
   'const std::size_t first = round_up(offset, s.granularity) / s.granularity;' \
   'const std::size_t first = offset / s.granularity;'
 mutation release-fixed-segment-with-live-blocks "$release" \
-  '} else if (!s->stitched && wholly_free(*s)) {' '} else if (!s->stitched) {'
+  '} else if (wholly_free(*s)) {' '} else {'
 mutation drain-skips-wait "$pending" \
   'waiting[waited].taken.event.synchronize();' ';'
 mutation drain-skips-open-fences "$pending" \
@@ -70,10 +69,6 @@ mutation fast-path-ignores-recorded-streams "$impl" \
   'if (&user == &owner && b->recorded_streams.empty()) {' 'if (&user == &owner) {'
 mutation lent-block-home-without-borrower "$impl" \
   '    waits_for.push_back(user.stream_share());' ''
-mutation stitch-unmaps-dormant-while-busy "$stitch" \
-  '  memory.unmap_finished(false);' '  memory.unmap_finished(true);'
-mutation stitch-frees-chunks-still-mapped "$release" \
-  '  pool.stitched->unmap_finished(true);' ''
 mutation uncached-record-stream-noop "$uncached" \
   'if (&stream.impl() != it->second.stream.get()) it->second.recorded.push_back(detail::share_stream(stream.impl()));' ''
 mutation uncached-free-skips-wait "$uncached" \

@@ -35,7 +35,7 @@ namespace {
 
 const std::vector<cli::option_spec> options_spec = {
     {"resource", true,
-     "comma-separated: streamsafe:POLICY (remap, settle, map_new, stitch, fixed) or streamsafe:CONF "
+     "comma-separated: streamsafe:POLICY (remap, settle, map_new, fixed) or streamsafe:CONF "
      "(a STREAMSAFE_ALLOC_CONF string, its options joined by + instead of commas), c10, c10_expandable, "
      "cuda_async (default: the four streamsafe policies)"},
     {"backend", true, "streamsafe's device: sim (default) or cuda; c10 and cuda_async always run on cuda"},
@@ -278,7 +278,7 @@ int bench_main(int argc, char** argv) {
   }
   const bench_setup setup = setup_of(parsed, argc, argv);
   const std::vector<std::string> resources =
-      split(parsed.value_or("resource", "streamsafe:remap,streamsafe:settle,streamsafe:map_new,streamsafe:stitch"));
+      split(parsed.value_or("resource", "streamsafe:remap,streamsafe:settle,streamsafe:map_new"));
   for (const std::string& spec : resources) check_known(spec);
   if (!setup.json) print_table_header(setup);
   bool ok = true;

@@ -12,7 +12,7 @@
 #     RESNET_TRACE  [the first of TRACE_DIR/, shared/data/ and ../shared/data/resnet50_train.alloc.csv.gz]
 #     TRACES        the traces to replay [ResNet-50, bench/traces/gpt2_train, inference seed 1, and seed 1 on
 #                   4 streams with record_stream]
-#     RESOURCES     [streamsafe:remap streamsafe:settle streamsafe:map_new streamsafe:stitch c10 c10_expandable
+#     RESOURCES     [streamsafe:remap streamsafe:settle streamsafe:map_new c10 c10_expandable
 #                   cuda_async]
 #     MODES         idle, busy, tight (idle with --headroom HEADROOM) [idle busy tight]
 #     TIGHT_TRACES  the traces the tight mode replays [the 4-stream one]
@@ -40,7 +40,7 @@ done
 resnet=${resnet:-$traces/resnet50_train.alloc.csv.gz}  # missing: its runs say so
 read -r -a trace_list <<< "${TRACES:-$resnet $here/bench/traces/gpt2_train.alloc.csv.gz $single $streams4}"
 read -r -a tight_list <<< "${TIGHT_TRACES:-$streams4}"
-read -r -a resources <<< "${RESOURCES:-streamsafe:remap streamsafe:settle streamsafe:map_new streamsafe:stitch c10 c10_expandable cuda_async}"
+read -r -a resources <<< "${RESOURCES:-streamsafe:remap streamsafe:settle streamsafe:map_new c10 c10_expandable cuda_async}"
 
 json_text() { python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"; }
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)

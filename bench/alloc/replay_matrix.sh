@@ -9,7 +9,7 @@ source "$(dirname "$0")/trace_setup.sh"
 echo "| trace | policy | peak live MiB | peak reserved MiB | reserved/live | device allocations | ns/op |"
 echo "|---|---|---|---|---|---|---|"
 for trace in "$resnet" "$traces/resnet50_x4.csv.gz" "$traces"/inference_seed{1,2,3}.csv.gz; do
-  for policy in ${POLICIES:-stitch remap}; do
+  for policy in ${POLICIES:-remap map_new}; do
     "$binary" replay "$trace" --backend "$backend" --conf "expandable_growth:$policy" --json |
       python3 -c "
 import json, sys

@@ -16,7 +16,7 @@ conf_of() {
 }
 runs=$(mktemp)
 for trace in "$resnet" "$traces"/inference_seed{1,2,3}.csv.gz "$traces/inference_seed1_streams4.csv.gz"; do
-  for policy in ${POLICIES:-remap map_new stitch fixed settle}; do
+  for policy in ${POLICIES:-remap map_new fixed settle}; do
     line=$("$binary" replay "$trace" --backend "$backend" --conf "$(conf_of "$policy")" --iterations "$iterations" \
       ${BUSY:+--busy} --json 2>&1 | tail -1) || line="{\"error\":\"$(echo "$line" | tr -d '"\n' | cut -c1-200)\"}"
     echo "{\"trace\":\"$(basename "$trace")\",\"policy_name\":\"$policy\",\"run\":$line}" | tee -a "$runs"

@@ -1,4 +1,4 @@
-// What the virtual-memory calls behind expandable and stitched segments cost, per 2 MiB chunk:
+// What the virtual-memory calls behind expandable segments cost, per 2 MiB chunk:
 // creating and releasing physical memory, mapping and unmapping it, and granting access, on the
 // cuda backend (cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease) and on sim
 // (memfd pages, mmap). The growth paths of bench/results/alloc_replay.md are made of these.
@@ -48,7 +48,7 @@ void create_release(benchmark::State& state) {
   for (auto _ : state) source->release_physical(source->create_physical(chunk), chunk);
 }
 
-/// Maps `chunks` chunks of one physical chunk side by side (aliases, as stitched windows do),
+/// Maps `chunks` chunks of one physical chunk side by side (aliases),
 /// grants access once over them, and unmaps them: the cost of one window of that many chunks.
 void map_window(benchmark::State& state) {
   std::optional<Device> device;

@@ -52,7 +52,7 @@ block* caching_allocator_impl::obtain(stream_pool& pool, pool_kind kind, std::si
 block* caching_allocator_impl::take_own(stream_pool& pool, pool_kind kind, std::size_t rounded) {
   std::lock_guard lock(pool.mutex);
   block* candidate = pool.find_mapped(kind, rounded);
-  return candidate != nullptr && may_take(*candidate, kind, rounded) ? pool.take(candidate, rounded, pool) : nullptr;
+  return candidate != nullptr ? pool.take(candidate, rounded, pool) : nullptr;
 }
 
 block* caching_allocator_impl::borrow(stream_pool& pool, pool_kind kind, std::size_t rounded) {

@@ -50,7 +50,6 @@ void write_segment(std::ostream& out, const segment& s, stream_id stream) {
   out << "{\"address\":" << s.address << ",\"size\":" << s.size << ",\"mapped_bytes\":" << s.mapped_bytes
       << ",\"stream\":" << static_cast<std::uint64_t>(stream) << ",\"pool\":\""
       << (s.kind == pool_kind::small ? "small" : "large") << "\",\"expandable\":" << (s.expandable ? "true" : "false")
-      << ",\"stitched\":" << (s.stitched ? "true" : "false")
       << ",\"blocks\":[";
   for (const block* b = s.first; b != nullptr; b = b->next) {
     out << "{\"address\":" << b->address << ",\"size\":" << b->size << ",\"requested\":" << b->requested
@@ -63,7 +62,7 @@ void write_segment(std::ostream& out, const segment& s, stream_id stream) {
 /// The repeat plan's arena as one segment of pool "plan": its live blocks (each with its stream).
 void write_arena(std::ostream& out, const iteration_plan::arena_view& arena) {
   out << "{\"address\":" << arena.base << ",\"size\":" << arena.bytes << ",\"mapped_bytes\":" << arena.bytes
-      << ",\"pool\":\"plan\",\"expandable\":true,\"stitched\":false,\"blocks\":[";
+      << ",\"pool\":\"plan\",\"expandable\":true,\"blocks\":[";
   for (std::size_t i = 0; i < arena.live.size(); ++i) {
     const block_info& b = arena.live[i];
     out << (i == 0 ? "" : ",") << "{\"address\":" << reinterpret_cast<std::uintptr_t>(b.base) << ",\"size\":" << b.size

@@ -1,6 +1,5 @@
 // The allocator's records: a block is a range of a segment, free or live; a segment is one
-// device allocation (fixed), one virtual range (expandable), or one window of physical chunk
-// pieces (stitched). Blocks of a segment form a list
+// device allocation (fixed) or one virtual range (expandable). Blocks of a segment form a list
 // in address order so a free block merges with free neighbours in O(1).
 #pragma once
 
@@ -10,7 +9,6 @@
 #include <vector>
 
 #include "alloc/size_classes.hpp"
-#include "alloc/stitched_window.hpp"
 #include "streamsafe/stream.hpp"
 
 namespace streamsafe::detail {
@@ -60,8 +58,6 @@ struct segment {
   std::vector<bool> chunk_mapped;  // expandable only: one entry per granule
   std::size_t chunks_touched = 0;  // expandable only: no chunk at or above this was ever mapped
   bool place_at_chunk_end = false;  // expandable small pool with small_placement:chunk_end
-  bool stitched = false;            // expandable_growth:stitch: all mapped, in a window of its own
-  stitched_window window;           // stitched only
 };
 
 /// Where a request of `bytes` goes inside free block `b`: at its start, except in a segment that

@@ -10,7 +10,6 @@
 
 #include "alloc/allocator_snapshot.hpp"
 #include "alloc/size_classes.hpp"
-#include "alloc/stitcher.hpp"
 #include "common/expects.hpp"
 #include "runtime/device_impl.hpp"
 #include "runtime/event_impl.hpp"
@@ -52,7 +51,7 @@ caching_allocator_impl::caching_allocator_impl(const Device& device, allocator_o
       token_(next_token.fetch_add(1)),
       history_(options.history_capacity),
       mappings_(options.observer),
-      memory_(*source_, books_, history_, owners_, mappings_, options.granularity),
+      memory_(*source_, books_, history_, owners_, mappings_),
       growth_(make_growth_policy(growth_context{*source_, options_, books_, history_, events_, memory_, mappings_},
                                  options.segments == segment_kind::expandable && source_->supports_mapping())),
       pending_(events_, fence_policy{options.fence_batch_frees, options.fence_batch_bytes}) {
@@ -87,9 +86,7 @@ caching_allocator_impl::~caching_allocator_impl() {
   for (stream_pool* pool : pool_list_) {
     for (segment* s : pool->segments()) {
       for (block* b = s->first; b != nullptr;) delete std::exchange(b, b->next);
-      if (s->stitched) {
-        pool->stitched->dissolve(std::move(s->window));  // the stitcher unmaps and releases it with the pool
-      } else if (s->expandable) {
+      if (s->expandable) {
         source_->release(s->address, s->size);
         mappings_.tell_released(*s);
       } else {
@@ -178,7 +175,6 @@ void caching_allocator_impl::retire(stream_pool& pool, const std::shared_ptr<Str
     if (!memory_.take_all_memory(pool, taken)) return;
   }
   memory_.give_back(pool, taken, false);
-  pool.stitched.reset();  // its windows' ranges go back
   std::lock_guard lock(pools_mutex_);
   const auto it = pools_.find(share->id());
   std::unique_ptr<stream_pool> record = std::move(it->second);
@@ -229,7 +225,7 @@ void* caching_allocator_impl::allocate(std::size_t bytes, StreamRef stream) {
   {
     std::lock_guard lock(pool.mutex);
     if (block* candidate = pool.find_close_fit(kind, rounded);
-        candidate != nullptr && placement_mapped(*candidate, rounded) && may_take(*candidate, kind, rounded)) {
+        candidate != nullptr && placement_mapped(*candidate, rounded)) {
       b = pool.take(candidate, rounded, pool);
       b->requested = bytes;
       stream_figures::note_allocated(pool.stats, *b, bytes);

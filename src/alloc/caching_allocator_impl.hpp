@@ -105,12 +105,6 @@ class caching_allocator_impl final : private plan_host {
   [[nodiscard]] block* obtain(stream_pool& pool, pool_kind kind, std::size_t rounded);
   [[nodiscard]] block* take_own(stream_pool& pool, pool_kind kind, std::size_t rounded);
   [[nodiscard]] block* borrow(stream_pool& pool, pool_kind kind, std::size_t rounded);
-  /// Whether free block `b` may serve a request of `rounded` bytes: a stitched large segment is
-  /// not split for a request much smaller than it (a segment of its own packs better, and the
-  /// larger one is dissolved for it when wholly free).
-  [[nodiscard]] static bool may_take(const block& b, pool_kind kind, std::size_t rounded) noexcept {
-    return kind == pool_kind::small || !b.owner->stitched || b.size - rounded <= rounded / 32;
-  }
   void run(ladder_step step);
   void release_cached();
   // plan_host: what the repeat plan asks of the allocator.

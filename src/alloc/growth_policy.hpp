@@ -55,12 +55,10 @@ class growth_policy {
 /// (`expandable` false when the device cannot map: fixed segments then).
 [[nodiscard]] std::unique_ptr<growth_policy> make_growth_policy(const growth_context& context, bool expandable);
 
-// One file each: growth_fixed.cpp, growth_map_new.cpp, growth_remap.cpp, growth_settle.cpp,
-// growth_stitch.cpp.
+// One file each: growth_fixed.cpp, growth_map_new.cpp, growth_remap.cpp, growth_settle.cpp.
 [[nodiscard]] std::unique_ptr<growth_policy> make_fixed_growth(const growth_context& context);
 [[nodiscard]] std::unique_ptr<growth_policy> make_map_new_growth(const growth_context& context);
 [[nodiscard]] std::unique_ptr<growth_policy> make_remap_growth(const growth_context& context);
 [[nodiscard]] std::unique_ptr<growth_policy> make_settle_growth(const growth_context& context);
-[[nodiscard]] std::unique_ptr<growth_policy> make_stitch_growth(const growth_context& context);
 
 }  // namespace streamsafe::detail

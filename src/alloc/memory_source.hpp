@@ -1,6 +1,6 @@
 // Where the allocator's segments come from: whole device allocations, or virtual ranges backed by
-// physical chunks. One implementation per backend. A physical chunk may be mapped at several
-// virtual addresses at once (they alias: the same bytes), which is what stitched windows use.
+// physical chunks. One implementation per backend. The allocator maps a physical chunk at one
+// virtual address at a time (the hazard engine knows bytes by virtual address).
 #pragma once
 
 #include <cstddef>

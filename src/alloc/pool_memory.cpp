@@ -4,7 +4,6 @@
 #include <memory>
 #include <mutex>
 
-#include "alloc/stitcher.hpp"
 #include "runtime/stream_impl.hpp"
 
 namespace streamsafe::detail {
@@ -40,29 +39,13 @@ void pool_memory::disown(stream_pool& pool, segment* s) {
   pool.disown(s);
 }
 
-void pool_memory::take_free_stitched(stream_pool& pool, std::vector<stitched_window>& out) {
-  pool.merge_deferred();  // a wholly free segment shows as one free block only once merged
-  std::vector<segment*> dissolved;
-  for (segment* s : pool.segments()) {
-    if (s->stitched && wholly_free(*s)) dissolved.push_back(s);
-  }
-  for (segment* s : dissolved) {
-    disown(pool, s);
-    out.push_back(std::move(s->window));
-    books_.note_reserved(0, -1);
-    delete s;
-  }
-}
-
 void pool_memory::take_free_memory(stream_pool& pool, released_memory& out) {
   pool.merge_deferred();  // whole free chunks and segments show only once neighbours are merged
-  take_free_stitched(pool, out.windows);
-  out.stitcher_to_flush = pool.stitched != nullptr;
   std::vector<segment*> wholly_free_fixed;
   for (segment* s : pool.segments()) {
     if (s->expandable) {
       take_free_chunks(*s, out, s->chunk_mapped.size());
-    } else if (!s->stitched && wholly_free(*s)) {
+    } else if (wholly_free(*s)) {
       wholly_free_fixed.push_back(s);
     }
   }
@@ -76,8 +59,6 @@ bool pool_memory::take_all_memory(stream_pool& pool, released_memory& out) {
   pool.merge_deferred();
   const std::vector<segment*>& segments = pool.segments();
   if (!std::all_of(segments.begin(), segments.end(), [](const segment* s) { return wholly_free(*s); })) return false;
-  take_free_stitched(pool, out.windows);
-  out.stitcher_to_flush = pool.stitched != nullptr;
   while (!pool.segments().empty()) {
     segment* s = pool.segments().back();
     disown(pool, s);
@@ -108,7 +89,6 @@ void pool_memory::give_back(stream_pool& pool, released_memory& taken, bool sync
       pool.stream().synchronize();
       books_.count(device_event::host_sync);
     }
-    if (taken.stitcher_to_flush) release_stitched(pool, taken.windows);
     for (; done.chunks < taken.chunks.size(); ++done.chunks) {
       const released_memory::chunk& c = taken.chunks[done.chunks];
       source_.unmap_chunk(c.owner->address + c.index * c.owner->granularity, c.owner->granularity);
@@ -147,23 +127,12 @@ void pool_memory::book_given_back(stream_pool& pool, const released_memory& take
 
 void pool_memory::restore_books(stream_pool& pool, released_memory& taken, const progress& done) {
   // What the device still holds goes back into the books as it was: a chunk whose unmap failed
-  // is still mapped, a segment whose free failed still the pool's, a window not dissolved yet
-  // dormant in the stitcher (which unmaps it later).
-  for (stitched_window& window : taken.windows) pool.stitched->dissolve(std::move(window));
-  taken.windows.clear();
+  // is still mapped, a segment whose free failed still the pool's.
   std::lock_guard lock(pool.mutex);
   for (std::size_t i = done.chunks; i < taken.chunks.size(); ++i) {
     taken.chunks[i].owner->chunk_mapped[taken.chunks[i].index] = true;
   }
   for (std::size_t i = done.segments; i < taken.segments.size(); ++i) adopt(pool, taken.segments[i]);
-}
-
-void pool_memory::release_stitched(stream_pool& pool, std::vector<stitched_window>& windows) {
-  for (stitched_window& window : windows) pool.stitched->dissolve(std::move(window));
-  windows.clear();
-  pool.stitched->unmap_finished(true);
-  const std::size_t released = pool.stitched->release_free_chunks();
-  for (std::size_t i = 0; i < released; ++i) books_.note_reserved(-static_cast<std::int64_t>(granularity_), 0);
 }
 
 }  // namespace streamsafe::detail

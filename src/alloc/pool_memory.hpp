@@ -13,7 +13,6 @@
 #include "alloc/block.hpp"
 #include "alloc/counting_memory_source.hpp"
 #include "alloc/segment_owners.hpp"
-#include "alloc/stitched_window.hpp"
 #include "alloc/stream_pool.hpp"
 
 namespace streamsafe::detail {
@@ -26,11 +25,7 @@ struct released_memory {
     std::size_t index = 0;
   };
   std::vector<chunk> chunks;              // free chunks of kept segments, marked unmapped
-  std::vector<stitched_window> windows;   // of dissolved stitched segments
-  bool stitcher_to_flush = false;         // the pool's stitcher unmaps and releases what it can
-  [[nodiscard]] bool empty() const noexcept {
-    return segments.empty() && chunks.empty() && windows.empty() && !stitcher_to_flush;
-  }
+  [[nodiscard]] bool empty() const noexcept { return segments.empty() && chunks.empty(); }
 };
 
 /// Thread safety: as the pool locks named at each member; the books, history and owners' map it
@@ -38,17 +33,14 @@ struct released_memory {
 class pool_memory {
  public:
   pool_memory(counting_memory_source& source, allocator_books& books, allocation_history& history,
-              segment_owners& owners, mapping_reports& mappings, std::size_t granularity) noexcept
-      : source_(source), books_(books), history_(history), owners_(owners), mappings_(mappings), granularity_(granularity) {}
+              segment_owners& owners, mapping_reports& mappings) noexcept
+      : source_(source), books_(books), history_(history), owners_(owners), mappings_(mappings) {}
 
   /// A new segment into the pool and the owners' map; and back out. Caller holds pool.mutex.
   void adopt(stream_pool& pool, segment* s);
   void disown(stream_pool& pool, segment* s);
 
-  /// Takes the pool's wholly free stitched segments out of its books, their windows to `out`
-  /// (to dissolve into the stitcher: their mappings stay, dormant). Caller holds pool.mutex.
-  void take_free_stitched(stream_pool& pool, std::vector<stitched_window>& out);
-  /// Takes the pool's wholly free fixed and stitched segments and the free chunks of its
+  /// Takes the pool's wholly free fixed segments and the free chunks of its
   /// expandable ones out of its books. Caller holds pool.growth and pool.mutex.
   void take_free_memory(stream_pool& pool, released_memory& out);
   /// Takes every segment of an unused pool out of its books; false, taking nothing, when one is
@@ -71,16 +63,12 @@ class pool_memory {
   };
   void book_given_back(stream_pool& pool, const released_memory& taken, const progress& done);
   void restore_books(stream_pool& pool, released_memory& taken, const progress& done);
-  /// Dissolves windows into the pool's stitcher, unmaps what it holds unmapped-ready and
-  /// releases its free chunks. Caller holds pool.growth; the stream is idle.
-  void release_stitched(stream_pool& pool, std::vector<stitched_window>& windows);
 
   counting_memory_source& source_;
   allocator_books& books_;
   allocation_history& history_;
   segment_owners& owners_;
   mapping_reports& mappings_;
-  std::size_t granularity_;
 };
 
 }  // namespace streamsafe::detail

@@ -45,7 +45,7 @@ struct size_class {
   return class_of((units + step - 1) / step * step * min_block_bytes);
 }
 
-/// The first virtual range a stream reserves for expandable or stitched memory when
+/// The first virtual range a stream reserves for expandable memory when
 /// allocator_options::expandable_reserve_bytes is 0.
 inline constexpr std::size_t initial_range_bytes = std::size_t{64} << 20;
 

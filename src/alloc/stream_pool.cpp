@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "alloc/size_classes.hpp"
-#include "alloc/stitcher.hpp"
 
 namespace streamsafe::detail {
 

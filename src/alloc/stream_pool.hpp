@@ -11,7 +11,6 @@
 #include "alloc/address_map.hpp"
 #include "alloc/block.hpp"
 #include "alloc/free_bins.hpp"
-#include "alloc/stitcher.hpp"  // complete: the inline constructor may destroy `stitched`
 #include "common/spin_mutex.hpp"
 #include "streamsafe/alloc/allocator_stats.hpp"
 
@@ -31,8 +30,7 @@ class stream_pool {
   /// (map, unmap, synchronize, event record) and no observer callback runs under it.
   mutable spin_mutex mutex;
   /// Serializes the pool's slow path (growing, moving and releasing chunks, retiring): a thread
-  /// waiting here sleeps while the holder maps, unmaps or synchronizes. Taken before `mutex`;
-  /// also guards `stitched`.
+  /// waiting here sleeps while the holder maps, unmaps or synchronizes. Taken before `mutex`.
   std::mutex growth;
 
   /// The stream served; the pool holds a share of it (see caching_allocator_impl::retire_abandoned).
@@ -95,8 +93,6 @@ class stream_pool {
 
   /// Allocated/active/requested figures of blocks allocated on this stream.
   allocator_stats stats;
-  /// The chunks and windows of this stream's stitched segments; created with the first.
-  std::unique_ptr<stitcher> stitched;
 
  private:
   static constexpr std::size_t deferred_merge_limit = 16;

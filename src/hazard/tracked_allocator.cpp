@@ -9,24 +9,9 @@ namespace streamsafe::hazard {
 
 namespace {
 
-/// The engine knows bytes by virtual address. Stitching maps one physical chunk at several
-/// virtual addresses at once, so two live blocks could share bytes the engine sees as disjoint:
-/// refused. The other policies map a chunk at one address at a time, and the allocator reports
-/// every map and unmap (on_mapping), so the engine follows the bytes when they move.
-caching_allocator& without_aliased_bytes(caching_allocator& allocator) {
-  const auto& options = allocator.options();
-  if (options.segments == segment_kind::expandable && options.growth == expandable_growth::stitch) {
-    throw usage_error(
-        "tracked_allocator: the allocator uses expandable_growth:stitch, which maps the same physical "
-        "bytes at a second virtual address while the first is in use; the hazard engine identifies bytes by "
-        "virtual address and would miss races between the two. Use expandable_growth:remap (the default), "
-        "map_new or settle, or segments:fixed, for an allocator the tracker watches: the tracker follows "
-        "their physical bytes from one address to the next");
-  }
-  return allocator;
-}
-
-/// Where the allocator's physical bytes go, told to the engine.
+/// Where the allocator's physical bytes go, told to the engine: every policy maps a chunk at one
+/// virtual address at a time and reports each map and unmap, so the engine, which knows bytes by
+/// virtual address, follows them when they move.
 class mapping_bridge final : public allocator_observer {
  public:
   explicit mapping_bridge(tracker& hazards) : hazards_(hazards) {}
@@ -41,7 +26,7 @@ class mapping_bridge final : public allocator_observer {
 }  // namespace
 
 tracked_allocator::tracked_allocator(caching_allocator& allocator, tracker& hazards)
-    : allocator_(without_aliased_bytes(allocator)), hazards_(hazards) {
+    : allocator_(allocator), hazards_(hazards) {
   allocator_.watch_mappings(std::make_shared<mapping_bridge>(hazards_));
   hazards_.set_record_stream_action(
       [&allocator](const void* block, StreamRef stream) { allocator.record_stream(const_cast<void*>(block), stream); });

@@ -3,7 +3,7 @@
 // the streams that use it, the last one just before its free. Tags sit at the block's start,
 // end and every 64 KiB between (a piece is never shorter than 512 bytes, and segments change
 // pieces at chunk boundaries, which these offsets cross), so a block reused or unmapped while
-// its work is queued, or a stitched chunk mapped wrongly, shows as another block's tag.
+// its work is queued, or a chunk mapped wrongly, shows as another block's tag.
 #pragma once
 
 #include <atomic>

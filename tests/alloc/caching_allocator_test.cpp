@@ -345,6 +345,12 @@ TEST(AllocConf, RejectsUnknownKeysAndBadValues) {
   EXPECT_THROW((void)parse_alloc_conf("colour:blue"), usage_error);
   EXPECT_THROW((void)parse_alloc_conf("segments:maybe"), usage_error);
   EXPECT_THROW((void)parse_alloc_conf("expandable_growth:sometimes"), usage_error);
+  try {
+    (void)parse_alloc_conf("expandable_growth:stitch");
+    ADD_FAILURE() << "expandable_growth:stitch accepted";
+  } catch (const usage_error& removed) {
+    EXPECT_NE(std::string(removed.what()).find("stitch was removed"), std::string::npos) << removed.what();
+  }
   EXPECT_THROW((void)parse_alloc_conf("small_placement:middle"), usage_error);
   EXPECT_THROW((void)parse_alloc_conf("history:lots"), usage_error);
   EXPECT_THROW((void)parse_alloc_conf("granularity"), usage_error);

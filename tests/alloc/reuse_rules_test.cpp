@@ -38,7 +38,6 @@ const policy_case policies[] = {
     {"Fixed", {.segments = segment_kind::fixed}},
     {"Remap", {.segments = segment_kind::expandable, .growth = expandable_growth::remap, .remap_slack_percent = 0}},
     {"MapNew", {.segments = segment_kind::expandable, .growth = expandable_growth::map_new}},
-    {"Stitch", {.segments = segment_kind::expandable, .growth = expandable_growth::stitch}},
 };
 
 void PrintTo(const policy_case& policy, std::ostream* out) { *out << policy.name; }
@@ -73,7 +72,6 @@ class ReuseFixture : public ::testing::TestWithParam<rule_param> {
     alloc().deallocate(q);
     return verdict;
   }
-  [[nodiscard]] bool stitch() const { return std::get<1>(GetParam()).options.growth == expandable_growth::stitch; }
 
   /// `owner` writes the block's data; `late` reads it and writes over it, queued behind.
   void keep_late_busy(StreamRef owner, void* p, std::size_t bytes) {
@@ -156,8 +154,7 @@ TEST_P(ReuseRules, EmptyCacheReleasesACachedBlockOnlyAfterItsStreamsWork) {
   EXPECT_TRUE(next_owner_keeps_its_data(b(), 4 * mib));
 }
 
-// remap unmaps the hole's chunks to map them where the larger block goes; stitch dissolves the
-// hole's segment and may unmap its dormant mapping at a later growth; both with the hole's last
+// remap unmaps the hole's chunks to map them where the larger block goes, with the hole's last
 // write still queued on the stream.
 TEST_P(ReuseRules, GrowthNeverUnmapsWhatQueuedWorkStillUses) {
   void* hole = alloc().allocate(8 * mib, late());
@@ -174,23 +171,8 @@ TEST_P(ReuseRules, GrowthNeverUnmapsWhatQueuedWorkStillUses) {
   for (void* p : {bigger, next, small, kept}) alloc().deallocate(p);
 }
 
-TEST_P(ReuseRules, AStitchedSegmentsDormantMappingOutlivesItsQueuedWork) {
-  if (!stitch()) GTEST_SKIP() << "stitch only";
-  void* p = alloc().allocate(4 * mib, late());
-  oracle().late_write(late(), p, 4 * mib, late_data);
-  alloc().deallocate(p);
-  void* larger = alloc().allocate(6 * mib, late());  // dissolves p's segment: its mapping goes dormant
-  void* other = alloc().allocate(2 * mib + 512 * kib, late());  // grows again with it dormant
-  oracle().claim(late(), larger, 6 * mib, new_data);
-  oracle().claim(late(), other, 2 * mib + 512 * kib, new_data);
-  EXPECT_TRUE(oracle().settle());
-  alloc().deallocate(larger);
-  alloc().deallocate(other);
-}
-
 // Rounds of allocations with frees between, empty_cache after each: what empty_cache gave back
-// must be gone from every mapping (stitch: a chunk released while a dormant window still maps it
-// aliases the next chunk created in its place), so every later block keeps its own bytes.
+// must be gone from every mapping, so every later block keeps its own bytes.
 TEST_P(ReuseRules, BlocksAllocatedAfterEmptyCacheKeepTheirOwnBytes) {
   std::mt19937_64 rng(3);
   std::uint32_t value = 0xB10C0000;
@@ -201,7 +183,7 @@ TEST_P(ReuseRules, BlocksAllocatedAfterEmptyCacheKeepTheirOwnBytes) {
       void* p = alloc().allocate(bytes, late());
       if (rng() % 2 == 0) {
         reuse_oracle::write(late(), p, bytes, ++value);
-        alloc().deallocate(p);  // dissolved at the next growth; its mapping goes dormant
+        alloc().deallocate(p);
       } else {
         oracle().claim(late(), p, bytes, ++value);
         kept.emplace_back(p, bytes);

@@ -102,13 +102,6 @@ void soak(allocator_options options) {
 }
 
 TEST(AllocatorSoak, FixedSegments) { soak({.segments = segment_kind::fixed}); }
-TEST(AllocatorSoak, StitchedSegments) {
-  soak({.segments = segment_kind::expandable, .growth = expandable_growth::stitch});
-}
-// Small windows as small as a request: the most pieces, the most chunks shared between windows.
-TEST(AllocatorSoak, StitchedSegmentsWithSmallestWindows) {
-  soak({.segments = segment_kind::expandable, .growth = expandable_growth::stitch, .small_window_bytes = 512});
-}
 TEST(AllocatorSoak, ExpandableSegments) { soak({.segments = segment_kind::expandable}); }
 // Every growth that can move free chunks does: the chunk moves must keep live blocks apart.
 TEST(AllocatorSoak, ExpandableSegmentsMovingEveryFreeChunk) {

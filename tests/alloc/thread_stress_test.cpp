@@ -89,10 +89,5 @@ void stress(const allocator_options& options) {
 
 TEST(AllocatorThreadStress, EightThreadsOnEightStreams) { stress(allocator_options{}); }
 
-// Frees from other threads and borrowed blocks meet the dissolving and stitching of segments.
-TEST(AllocatorThreadStress, EightThreadsOnEightStreamsWithStitchedSegments) {
-  stress(allocator_options{.segments = segment_kind::expandable, .growth = expandable_growth::stitch});
-}
-
 }  // namespace
 }  // namespace streamsafe

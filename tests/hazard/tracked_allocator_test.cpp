@@ -66,29 +66,15 @@ TEST(TrackedAllocatorErrors, ALifetimeTheEngineRefusesGoesBackToTheAllocator) {
   EXPECT_EQ(allocator.stats().allocated_bytes.current, 0);
 }
 
-TEST(TrackedAllocatorOptions, RefusesStitchedGrowthNamingTheOptionAndTheAlternatives) {
-  Device device = Device::sim();
-  caching_allocator allocator(device, allocator_options{.segments = segment_kind::expandable,
-                                                        .growth = expandable_growth::stitch});
-  hazard::tracker tracker(device, policy::report);
-  try {
-    hazard::tracked_allocator memory(allocator, tracker);
-    FAIL() << "tracked_allocator accepted expandable_growth:stitch";
-  } catch (const usage_error& refused) {
-    EXPECT_THAT(refused.what(), HasSubstr("expandable_growth:stitch"));
-    EXPECT_THAT(refused.what(), HasSubstr("expandable_growth:remap"));
-  }
-}
-
-TEST(TrackedAllocatorOptions, AcceptsTheOtherGrowthPolicies) {
+TEST(TrackedAllocatorOptions, AcceptsEveryGrowthPolicy) {
   Device device = Device::sim();
   hazard::tracker tracker(device, policy::report);
-  for (auto growth : {expandable_growth::remap, expandable_growth::map_new}) {
+  for (auto growth : {expandable_growth::remap, expandable_growth::map_new, expandable_growth::settle}) {
     caching_allocator allocator(device, allocator_options{.segments = segment_kind::expandable, .growth = growth});
     EXPECT_NO_THROW(hazard::tracked_allocator(allocator, tracker));
   }
-  caching_allocator fixed(device, allocator_options{.segments = segment_kind::fixed, .growth = expandable_growth::stitch});
-  EXPECT_NO_THROW(hazard::tracked_allocator(fixed, tracker));  // stitching applies to expandable segments only
+  caching_allocator fixed(device, allocator_options{.segments = segment_kind::fixed});
+  EXPECT_NO_THROW(hazard::tracked_allocator(fixed, tracker));
 }
 
 }  // namespace

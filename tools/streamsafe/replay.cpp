@@ -59,7 +59,6 @@ std::string_view free_point_name(replay_free_point point) {
 std::string policy_of(const allocator_options& options) {
   if (options.segments == segment_kind::fixed) return "fixed";
   switch (options.growth) {
-    case expandable_growth::stitch: return "expandable, stitch";
     case expandable_growth::remap: return "expandable, remap";
     case expandable_growth::map_new: return "expandable, map_new";
     case expandable_growth::settle: return "expandable, settle";

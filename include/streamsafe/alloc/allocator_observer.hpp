@@ -45,9 +45,7 @@ class allocator_observer {
   /// `mapped` of its address. Unlike the others, called under the stream's growth mutex (never
   /// a spin lock), so a slow callback delays that stream's growth. A callback that throws is
   /// reported on stderr, naming the call, and the allocator goes on (its books are done; its
-  /// destructor keeps releasing). Not called for the windows of
-  /// expandable_growth:stitch, whose chunks are mapped at several addresses at once (the hazard
-  /// tracker refuses that policy).
+  /// destructor keeps releasing).
   virtual void on_mapping(void* /*at*/, std::size_t /*bytes*/, mapping_change /*change*/) {}
 };
 

@@ -21,19 +21,6 @@ enum class segment_kind {
 
 /// Where an expandable segment gets the physical memory for a block that needs new chunks.
 enum class expandable_growth {
-  /// Stitches it: every segment gets a virtual window of its own, whose chunks may be shared
-  /// with other windows (a chunk mapped at two addresses), so a segment can begin in the free
-  /// end of one chunk, take wholly free chunks, and end in the free start of another. Free bytes
-  /// inside chunks are then used by later segments instead of being stranded between live
-  /// blocks. Before a new segment is placed, the stream's wholly free segments are dissolved
-  /// (their bytes become free, without waiting: the stream orders the new use after the old);
-  /// their mappings stay for a later segment needing the same chunks, and are unmapped only once
-  /// the work enqueued before is done. Packs best (reserved within 1.6% of live on every
-  /// replayed trace) but the growth path runs on most allocations that are not same-size reuse
-  /// and costs a map call per chunk of each new window: for memory-bound workloads with shapes
-  /// that change every call, not training loops (bench/results/alloc_replay.md). Same-stream
-  /// reuse, record_stream and cross-stream rules are those of the other policies.
-  stitch,
   /// Moves it: the block goes where it needs the fewest new chunks, then as many wholly free
   /// mapped chunks of the stream's segments as it still needs are unmapped before the new ones
   /// are mapped. Reserved memory then grows only when no mapped chunk of the stream is wholly
@@ -87,7 +74,7 @@ struct allocator_options {
   /// Segment size of the large pool for requests under large_segment_bytes / 2 (fixed segments);
   /// larger requests get a segment of their own size rounded to 2 MiB.
   std::size_t large_segment_bytes = std::size_t{20} << 20;
-  /// Virtual bytes reserved per expandable segment (and per range of stitched windows); 0: a
+  /// Virtual bytes reserved per expandable segment; 0: a
   /// stream's first range is 64 MiB and each next one as large as its ranges so far, so address
   /// space grows with what the stream uses (at most twice it) and never starts at the device's size.
   std::size_t expandable_reserve_bytes = 0;
@@ -104,9 +91,6 @@ struct allocator_options {
   std::size_t remap_slack_percent = 2;
   /// Mapping granularity of expandable segments (2 MiB is what CUDA offers on the H200).
   std::size_t granularity = std::size_t{2} << 20;
-  /// With growth stitch: a small-pool segment is the smallest free range of a partly used chunk
-  /// that holds the request, cut to this size when larger (0: the whole range).
-  std::size_t small_window_bytes = std::size_t{256} << 10;
   /// Where small requests go inside larger free blocks of expandable segments.
   small_block_placement small_placement = small_block_placement::chunk_end;
   /// record_stream'd frees on one stream share a fence event (docs/allocator.md, "Fences"): the

@@ -18,9 +18,6 @@ namespace streamsafe::hazard {
 /// Both references must outlive this object. Thread-safe as its two parts are.
 class tracked_allocator {
  public:
-  /// Throws usage_error for an allocator with expandable_growth:stitch: it maps physical bytes at
-  /// a second virtual address at once, and the engine, which knows bytes by virtual address,
-  /// would be blind to races between the two (use remap, map_new, settle or fixed segments).
   /// Attaches the allocator's mapping watcher (caching_allocator::watch_mappings): usage_error
   /// when another tracked_allocator watches the same allocator.
   tracked_allocator(caching_allocator& allocator, tracker& hazards);
