@@ -23,10 +23,11 @@ def _shown(filename):
 
 
 def user_site(depth=1):
-    """'file:line' of the innermost frame that is not torch's or streamsafe's ('?' if none)."""
+    """'file:line' of the innermost frame that is not torch's or streamsafe's. Ops autograd runs
+    on its own thread (backward) have no user frame."""
     frame = sys._getframe(depth)
     while frame is not None and frame.f_code.co_filename.startswith(_SKIP):
         frame = frame.f_back
     if frame is None:
-        return "?"
+        return "<no Python frame: autograd or C++>"
     return f"{_shown(frame.f_code.co_filename)}:{frame.f_lineno}"

@@ -178,6 +178,8 @@ class Session:
             if self._pending_allocs:
                 self._start_lifetime(tensor)
             if not tensor.is_cuda:
+                if self._fake_stream is None and not tensor.is_pinned():
+                    continue  # a copy with pageable memory is done with it when it returns
                 self._host_shared.add(_ranges.storage_of(tensor)[0])
             ranges.extend((p, n, is_write) for p, n in _ranges.byte_ranges(tensor))
         self._found(self.engine.op(stream, ranges, label))
