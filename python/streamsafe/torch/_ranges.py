@@ -48,6 +48,9 @@ def _merge(starts, run):
 
 def byte_ranges(tensor):
     """[(ptr, bytes)] covering exactly what `tensor` may touch (see the module comment)."""
+    if tensor.is_contiguous():
+        nbytes = tensor.numel() * tensor.element_size()
+        return [(tensor.data_ptr(), nbytes)] if nbytes else []
     layout = _layout(tensor)
     if layout is None:
         return []
@@ -63,6 +66,11 @@ def byte_ranges(tensor):
     starts = [sum(i * stride for i, (_, stride) in zip(index, outer))
               for index in itertools.product(*(range(size) for size, _ in outer))]
     return [(base + first * elem, count * elem) for first, count in _merge(starts, run)]
+
+
+def storage_base(tensor):
+    """The first byte of the storage behind `tensor`, without making a storage object."""
+    return tensor.data_ptr() - tensor.storage_offset() * tensor.element_size()
 
 
 def storage_of(tensor):

@@ -167,7 +167,9 @@ class Session:
             return
         stream = self._op_stream(touched)
         if stream is None:
-            ranges = [(p, n, w) for t, w in touched if _ranges.storage_of(t)[0] in self._host_shared
+            if not self._host_shared:
+                return
+            ranges = [(p, n, w) for t, w in touched if _ranges.storage_base(t) in self._host_shared
                       for p, n in _ranges.byte_ranges(t)]
             if ranges:
                 self._found(self.engine.host_op(ranges, self._label(op_name)))
@@ -180,7 +182,7 @@ class Session:
             if not tensor.is_cuda:
                 if self._fake_stream is None and not tensor.is_pinned():
                     continue  # a copy with pageable memory is done with it when it returns
-                self._host_shared.add(_ranges.storage_of(tensor)[0])
+                self._host_shared.add(_ranges.storage_base(tensor))
             ranges.extend((p, n, is_write) for p, n in _ranges.byte_ranges(tensor))
         self._found(self.engine.op(stream, ranges, label))
 
@@ -189,14 +191,14 @@ class Session:
             return self._fake_stream
         for tensor, _ in touched:
             if tensor.is_cuda:
-                return self._stream(torch.cuda.current_stream(tensor.device).cuda_stream)
+                return self._stream(_current_raw_stream(tensor.get_device()))
         return None
 
     def annotate(self, reads=(), writes=(), stream=None, name="annotate"):
         """Declares an op the sanitizer cannot see (a custom kernel): it reads `reads` and writes
         `writes` (tensors) on `stream` (default: the current stream of their device)."""
         touched = [(t, False) for t in reads] + [(t, True) for t in writes]
-        if stream is not None and self._fake_stream is None:
+        if stream is not None:
             with self._on_stream(_stream_id(stream)):
                 self._access(name, touched)
         else:
@@ -215,10 +217,10 @@ class Session:
     # -- lifetimes ---------------------------------------------------------------------------
 
     def _start_lifetime(self, tensor):
-        base, size = _ranges.storage_of(tensor)
+        base = _ranges.storage_base(tensor)
         pending = self._pending_allocs.pop(base, None)
         if pending is not None:
-            self._alloc(base, size, *pending)
+            self._alloc(base, _ranges.storage_of(tensor)[1], *pending)
 
     def _alloc(self, ptr, size, stream, label):
         try:
@@ -240,11 +242,11 @@ class Session:
 
     def _record_stream_op(self, args):
         if not self._lifetimes_from_allocator:
-            self._record_stream(_ranges.storage_of(args[0])[0], _stream_id(args[1]))
+            self._record_stream(_ranges.storage_base(args[0]), _stream_id(args[1]))
 
     def record_stream(self, tensor, stream):
         """tensor.record_stream(stream) as the sanitizer sees it (test hook: any stream id)."""
-        self._record_stream(_ranges.storage_of(tensor)[0], _stream_id(stream))
+        self._record_stream(_ranges.storage_base(tensor), _stream_id(stream))
 
     def use_allocator_lifetimes(self):
         """Lifetimes come from streamsafe's allocator from now on (allocator_* below): the trace's
@@ -288,7 +290,7 @@ class Session:
     def _current_stream(self):
         if self._fake_stream is not None:
             return self._fake_stream
-        return self._stream(torch.cuda.current_stream().cuda_stream)
+        return self._stream(_current_raw_stream(torch.cuda.current_device()))
 
     def on_event_record(self, event, stream):
         self._deferrable(self._event_record, event, stream)
@@ -325,6 +327,14 @@ class Session:
 
     def _event_destroy(self, event):
         self.engine.event_destroy(event, self._label("event_destroy"))
+
+
+def _current_raw_stream(device):
+    """The current stream's handle on `device` (the raw call where torch has it: no Stream object)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device)
+    return torch.cuda.current_stream(device).cuda_stream
 
 
 def _stream_id(stream):
