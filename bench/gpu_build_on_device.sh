@@ -8,11 +8,14 @@ build=${STREAMSAFE_DEVICE_BUILD:-/tmp/streamsafe-build}
 zlib=$(ls /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSTREAMSAFE_FUZZ=OFF \
   -DSTREAMSAFE_CUDA=ON -DCMAKE_CXX_FLAGS="-isystem $deps/include" -Dsimdjson_DIR="$deps/lib/x86_64-linux-gnu/cmake/simdjson" \
-  -DZLIB_INCLUDE_DIR="$deps/include" -DZLIB_LIBRARY="$zlib" > "$build.configure.log" 2>&1 \
+  -DZLIB_INCLUDE_DIR="$deps/include" -DZLIB_LIBRARY="$zlib" -DPython3_EXECUTABLE="$(command -v python3)" \
+  > "$build.configure.log" 2>&1 \
   || { tail -30 "$build.configure.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)" > "$build.build.log" 2>&1 || { grep -E "error|Error" "$build.build.log" | head -40; exit 1; }
 mkdir -p .device-build/bin .device-build/lib
 find "$build/tests" "$build/bench" "$build/tools" -type f -perm -u+x \
      \( -name '*_test' -o -name '*_tests' -o -name '*_bench' -o -name streamsafe \) -exec cp {} .device-build/bin/ \;
 cp -a "$deps"/lib/x86_64-linux-gnu/libsimdjson.so* .device-build/lib/
+# The Python package, when pybind11 was found: PYTHONPATH=.device-build/python.
+if [ -d "$build/python/streamsafe" ]; then rm -rf .device-build/python; cp -a "$build/python" .device-build/python; fi
 echo "built $(ls .device-build/bin | wc -l) binaries in $build"

@@ -1,0 +1,35 @@
+"""streamsafe for PyTorch.
+
+- sanitize(mode="report"|"raise"): a context manager that runs streamsafe's hazard engine on the
+  program's ops and names each missing wait_event / wait_stream / record_stream / sync with the
+  fix (streamsafe.torch.sanitize; STREAMSAFE_TORCH_SANITIZER=1 sanitizes the whole program).
+- annotate(reads, writes, stream): declares work the sanitizer cannot see (custom kernels).
+- use_allocator(**options), memory_stats(): streamsafe's allocator as torch's, where built.
+"""
+
+from streamsafe.torch.sanitize import HazardError, Hazard, Session, active_session, annotate, sanitize
+from streamsafe.torch.sanitize import _from_environment
+
+__all__ = ["HazardError", "Hazard", "Session", "active_session", "annotate", "sanitize", "use_allocator", "memory_stats"]
+
+
+def _allocator():
+    try:
+        from streamsafe.torch import _allocator as module
+    except ImportError as error:
+        raise ImportError("streamsafe.torch: the allocator for torch is not part of this build "
+                          f"(streamsafe/torch/_allocator.py: {error})") from error
+    return module
+
+
+def use_allocator(**options):
+    """Installs streamsafe's allocator as torch's (see streamsafe.torch._allocator)."""
+    return _allocator().use_allocator(**options)
+
+
+def memory_stats(*args, **kwargs):
+    """streamsafe's allocator's statistics under PyTorch's key names."""
+    return _allocator().memory_stats(*args, **kwargs)
+
+
+_from_environment()
