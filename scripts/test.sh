@@ -28,7 +28,7 @@ MUTATION_DIR="$root/mutation" JOBS="$jobs" scripts/mutation_check.sh
 
 stage "3/5 ThreadSanitizer: threaded tests"
 cmake -S . -B "$root/tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1" \
-      -DSTREAMSAFE_SANITIZE=thread -DSTREAMSAFE_CUDA=OFF -DSTREAMSAFE_BENCHMARKS=OFF -DSTREAMSAFE_FUZZ=OFF
+      -DSTREAMSAFE_SANITIZE=thread -DSTREAMSAFE_CUDA=OFF -DSTREAMSAFE_BENCHMARKS=OFF -DSTREAMSAFE_FUZZ=OFF -DSTREAMSAFE_PYTHON=OFF
 cmake --build "$root/tsan" -j "$jobs"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir "$root/tsan" --output-on-failure -L threaded --timeout 900
@@ -36,7 +36,7 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 stage "4/5 libFuzzer targets (clang), ${fuzz_seconds}s each"
 cmake -S . -B "$root/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
       -DSTREAMSAFE_SANITIZE=address,undefined -DSTREAMSAFE_CUDA=OFF -DSTREAMSAFE_TESTS=OFF \
-      -DSTREAMSAFE_BENCHMARKS=OFF
+      -DSTREAMSAFE_BENCHMARKS=OFF -DSTREAMSAFE_PYTHON=OFF
 fuzz_targets=$(sed -n 's/^ *streamsafe_fuzz_target(\([a-z_]*\) .*/\1/p' fuzz/*.cmake 2>/dev/null || true)
 for target in $fuzz_targets; do
   cmake --build "$root/fuzz" -j "$jobs" --target "$target"
@@ -62,5 +62,11 @@ cmake -S tests/install_consumer -B "$root/consumer" -G Ninja -DCMAKE_PREFIX_PATH
       -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
 cmake --build "$root/consumer"
 "$root/consumer/consumer"
+# The installed Python package imports (its module is built with the sanitizers: preload them).
+site=$(ls -d "$root"/prefix/lib*/python3*/site-packages 2>/dev/null | head -1)
+if [ -n "$site" ] && [ -d "$site/streamsafe" ]; then
+  LD_PRELOAD="$(g++ -print-file-name=libasan.so):$(g++ -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0 \
+    PYTHONPATH="$site" /usr/bin/python3 -c "import streamsafe, streamsafe._engine; print('python package installed at', '$site')"
+fi
 
 stage "all stages passed"
