@@ -9,6 +9,7 @@ zlib=$(ls /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 2>
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSTREAMSAFE_FUZZ=OFF \
   -DSTREAMSAFE_CUDA=ON -DCMAKE_CXX_FLAGS="-isystem $deps/include" -Dsimdjson_DIR="$deps/lib/x86_64-linux-gnu/cmake/simdjson" \
   -DZLIB_INCLUDE_DIR="$deps/include" -DZLIB_LIBRARY="$zlib" -DPython3_EXECUTABLE="$(command -v python3)" \
+  -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir 2>/dev/null)" \
   > "$build.configure.log" 2>&1 \
   || { tail -30 "$build.configure.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)" > "$build.build.log" 2>&1 || { grep -E "error|Error" "$build.build.log" | head -40; exit 1; }

@@ -14,7 +14,7 @@ export LD_LIBRARY_PATH="$PWD/.device-build/lib:/usr/local/cuda/lib64:${LD_LIBRAR
 json=$(mktemp)
 for round in $(seq "$rounds"); do
   echo "# round $round $(date -u +%T)"
-  "$bin/hazard_step_bench" --benchmark_filter=cuda --benchmark_repetitions="$reps" \
+  "$bin/hazard_step_bench" --benchmark_filter=BM_step_cuda --benchmark_repetitions="$reps" \
     --benchmark_enable_random_interleaving=true --benchmark_format=json --benchmark_out="$json" > /dev/null 2>&1
   python3 - "$json" <<'PY'
 import json, sys
@@ -26,7 +26,7 @@ PY
   python3 bench/torch/csan_two_stream_step.py --csan
 done
 echo "# paired $(date -u +%T)"
-"$bin/hazard_step_bench" --benchmark_filter=paired_cuda --benchmark_repetitions="${PAIRED_REPS:-40}" \
+"$bin/hazard_step_bench" --benchmark_filter=BM_paired_cuda --benchmark_repetitions="${PAIRED_REPS:-40}" \
   --benchmark_enable_random_interleaving=true --benchmark_format=json --benchmark_out="$json" > /dev/null 2>&1
 python3 - "$json" <<'PY'
 import json, sys
