@@ -20,4 +20,6 @@ done
 python3 bench/torch/sanitize_bench.py --out "$out/sanitize" > "$out/sanitize/bench_summary.json" 2> "$out/sanitize/bench.log" \
   || { echo "sanitize_bench failed"; tail -20 "$out/sanitize/bench.log"; failed=$((failed + 1)); }
 cat "$out/sanitize/bench_summary.json"
+# The device tool brings back few files: the programs' output goes back as one archive.
+tar -czf "$out/sanitize.tar.gz" -C "$out" sanitize && rm -rf "$out/sanitize"
 exit "$failed"
