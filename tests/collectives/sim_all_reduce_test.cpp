@@ -5,7 +5,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
-#include <tuple>
 
 #include "rank_setup.hpp"
 #include "streamsafe/event.hpp"
@@ -13,13 +12,8 @@
 namespace streamsafe::collectives::testing {
 namespace {
 
-using rank_mode = std::tuple<int, sim_mode>;
 
-class SimAllReduce : public ::testing::TestWithParam<rank_mode> {
- protected:
-  [[nodiscard]] int ranks() const { return std::get<0>(GetParam()); }
-  [[nodiscard]] sim_mode mode() const { return std::get<1>(GetParam()); }
-};
+class SimAllReduce : public RankModeTest {};
 
 void expect_reduced(const bucket_plan& plan, const std::vector<float>& values, int ranks, std::uint64_t step, int rank) {
   std::size_t wrong = 0;
@@ -67,13 +61,7 @@ TEST_P(SimAllReduce, IssuesBucketsInThePlansOrderOnEveryRank) {
   for (const auto& f : failures) EXPECT_EQ(f, "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, SimAllReduce,
-                         ::testing::Combine(::testing::Values(2, 4),
-                                            ::testing::Values(sim_mode::deterministic, sim_mode::threaded)),
-                         [](const ::testing::TestParamInfo<rank_mode>& info) {
-                           return std::to_string(std::get<0>(info.param)) + "Ranks" +
-                                  (std::get<1>(info.param) == sim_mode::threaded ? "Threaded" : "Deterministic");
-                         });
+INSTANTIATE_TEST_SUITE_P(Ranks, SimAllReduce, rank_modes(), rank_mode_name);
 
 /// Holds the producer stream until the host opens it; a gate never opened gives up after a
 /// long while, so a broken overlap fails the test instead of hanging it.

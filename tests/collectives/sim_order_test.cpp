@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
-#include <tuple>
 
 #include "rank_setup.hpp"
 
@@ -11,13 +10,8 @@ namespace streamsafe::collectives::testing {
 namespace {
 
 using ::testing::HasSubstr;
-using rank_mode = std::tuple<int, sim_mode>;
 
-class SimOrderCheck : public ::testing::TestWithParam<rank_mode> {
- protected:
-  [[nodiscard]] int ranks() const { return std::get<0>(GetParam()); }
-  [[nodiscard]] sim_mode mode() const { return std::get<1>(GetParam()); }
-};
+class SimOrderCheck : public RankModeTest {};
 
 TEST_P(SimOrderCheck, RankWithAnotherBucketOrderIsReportedWithBothSequences) {
   const auto grads = model_gradients();
@@ -76,13 +70,7 @@ TEST_P(SimOrderCheck, SecondStepComparesOnlyThatStep) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, SimOrderCheck,
-                         ::testing::Combine(::testing::Values(2, 4),
-                                            ::testing::Values(sim_mode::deterministic, sim_mode::threaded)),
-                         [](const ::testing::TestParamInfo<rank_mode>& info) {
-                           return std::to_string(std::get<0>(info.param)) + "Ranks" +
-                                  (std::get<1>(info.param) == sim_mode::threaded ? "Threaded" : "Deterministic");
-                         });
+INSTANTIATE_TEST_SUITE_P(Ranks, SimOrderCheck, rank_modes(), rank_mode_name);
 
 // Deterministic sim runs ops on the host thread that waits: ranks driven from one thread cannot
 // meet. The documented outcome is the timeout error, then the aborted group, never a hang.

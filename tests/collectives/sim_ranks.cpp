@@ -34,6 +34,11 @@ std::vector<std::string> run_ranks(int ranks, sim_mode mode, sim_group_options o
   return failures;
 }
 
+std::string rank_mode_name(const ::testing::TestParamInfo<rank_mode>& info) {
+  return std::to_string(std::get<0>(info.param)) + "Ranks" +
+         (std::get<1>(info.param) == sim_mode::threaded ? "Threaded" : "Deterministic");
+}
+
 float gradient_value(int rank, std::size_t index, std::uint64_t step) {
   return static_cast<float>((rank + 1) * static_cast<int>(index % 7 + 1 + step));
 }

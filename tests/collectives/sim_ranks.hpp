@@ -6,7 +6,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "streamsafe/device.hpp"
 #include "streamsafe/pipeline/collectives/bucket_plan.hpp"
@@ -19,6 +22,20 @@ namespace streamsafe::collectives::testing {
 /// Gradients of three layers; with kSmallCap they make 4 buckets of different sizes.
 std::vector<gradient> model_gradients();
 inline constexpr std::size_t kSmallCap = 4200;
+
+/// The parameters of the multi-rank suites: rank count and sim mode.
+using rank_mode = std::tuple<int, sim_mode>;
+/// 2 and 4 ranks, in each sim mode.
+[[nodiscard]] inline auto rank_modes() {
+  return ::testing::Combine(::testing::Values(2, 4), ::testing::Values(sim_mode::deterministic, sim_mode::threaded));
+}
+[[nodiscard]] std::string rank_mode_name(const ::testing::TestParamInfo<rank_mode>& info);
+
+class RankModeTest : public ::testing::TestWithParam<rank_mode> {
+ protected:
+  [[nodiscard]] int ranks() const { return std::get<0>(GetParam()); }
+  [[nodiscard]] sim_mode mode() const { return std::get<1>(GetParam()); }
+};
 
 /// Runs `body(rank, device, comm)` for every rank on a thread of its own, each rank with a new
 /// sim device in `mode`; returns each rank's failure text ("" when it returned normally).

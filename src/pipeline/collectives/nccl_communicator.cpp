@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "common/expects.hpp"
+#include "pipeline/collectives/all_reduce_record.hpp"
 #include "pipeline/collectives/nccl_check.hpp"
+#include "runtime/cuda/cuda_check.hpp"
 #include "pipeline/collectives/order_wire.hpp"
 
 namespace streamsafe::collectives {
@@ -35,8 +37,10 @@ class NcclState {
 
   void allocate_exchanges(const std::string& context);
   void exchange(const collective_sequence& sequence, cudaStream_t stream, const std::string& context);
-  /// Compares the exchanges that have landed; `wait` blocks for those still in flight.
-  void compare_landed(bool wait, const std::string& context);
+  /// Compares the exchanges that have landed, without blocking.
+  void compare_landed(const std::string& context);
+  /// Blocks until every exchange in flight has landed.
+  void wait_landed(const std::string& context);
 
   ncclComm_t comm = nullptr;
   bool failed = false;  // a call failed: abort rather than destroy, as peers may be stuck
@@ -72,11 +76,11 @@ NcclState::~NcclState() {
 void NcclState::allocate_exchanges(const std::string& context) {
   const std::size_t all = sizeof(WireSequence) * static_cast<std::size_t>(size_);
   for (auto& x : exchanges_) {
-    SS_NCCL_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&x.send_host), sizeof(WireSequence)), context);
-    SS_NCCL_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&x.recv_host), all), context);
-    SS_NCCL_CUDA_TRY(cudaMalloc(&x.send_device, sizeof(WireSequence)), context);
-    SS_NCCL_CUDA_TRY(cudaMalloc(&x.recv_device, all), context);
-    SS_NCCL_CUDA_TRY(cudaEventCreateWithFlags(&x.landed, cudaEventDisableTiming), context);
+    SS_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&x.send_host), sizeof(WireSequence)), context);
+    SS_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&x.recv_host), all), context);
+    SS_CUDA_TRY(cudaMalloc(&x.send_device, sizeof(WireSequence)), context);
+    SS_CUDA_TRY(cudaMalloc(&x.recv_device, all), context);
+    SS_CUDA_TRY(cudaEventCreateWithFlags(&x.landed, cudaEventDisableTiming), context);
   }
 }
 
@@ -84,26 +88,31 @@ void NcclState::exchange(const collective_sequence& sequence, cudaStream_t strea
   OrderExchange& slot = exchanges_[next_];
   next_ = (next_ + 1) % exchanges_.size();
   if (slot.pending) {  // two steps old: long landed in a running pipeline, so this rarely waits
-    SS_NCCL_CUDA_TRY(cudaEventSynchronize(slot.landed), context);
+    SS_CUDA_TRY(cudaEventSynchronize(slot.landed), context);
     compare(slot);
   }
   const std::size_t all = sizeof(WireSequence) * static_cast<std::size_t>(size_);
   *slot.send_host = to_wire(sequence);
-  SS_NCCL_CUDA_TRY(cudaMemcpyAsync(slot.send_device, slot.send_host, sizeof(WireSequence), cudaMemcpyHostToDevice, stream),
+  SS_CUDA_TRY(cudaMemcpyAsync(slot.send_device, slot.send_host, sizeof(WireSequence), cudaMemcpyHostToDevice, stream),
                    context);
   SS_NCCL_TRY(ncclAllGather(slot.send_device, slot.recv_device, sizeof(WireSequence), ncclChar, comm, stream), context);
-  SS_NCCL_CUDA_TRY(cudaMemcpyAsync(slot.recv_host, slot.recv_device, all, cudaMemcpyDeviceToHost, stream), context);
-  SS_NCCL_CUDA_TRY(cudaEventRecord(slot.landed, stream), context);
+  SS_CUDA_TRY(cudaMemcpyAsync(slot.recv_host, slot.recv_device, all, cudaMemcpyDeviceToHost, stream), context);
+  SS_CUDA_TRY(cudaEventRecord(slot.landed, stream), context);
   slot.pending = true;
 }
 
-void NcclState::compare_landed(bool wait, const std::string& context) {
+void NcclState::wait_landed(const std::string& context) {
+  for (auto& slot : exchanges_) {
+    if (slot.pending) SS_CUDA_TRY(cudaEventSynchronize(slot.landed), context);
+  }
+}
+
+void NcclState::compare_landed(const std::string& context) {
   for (auto& slot : exchanges_) {
     if (!slot.pending) continue;
-    if (wait) SS_NCCL_CUDA_TRY(cudaEventSynchronize(slot.landed), context);
     const cudaError_t status = cudaEventQuery(slot.landed);
     if (status == cudaErrorNotReady) continue;
-    SS_NCCL_CUDA_TRY(status, context);
+    SS_CUDA_TRY(status, context);
     compare(slot);
   }
 }
@@ -130,7 +139,7 @@ nccl_communicator::nccl_communicator(const Device& device, int rank, int size, c
   SS_EXPECTS(device.backend() == backend_kind::cuda, "nccl_communicator: device '", device.name(),
              "' is not a cuda device");
   SS_EXPECTS(size > 0 && rank >= 0 && rank < size, "nccl_communicator: rank ", rank, " outside a group of ", size);
-  SS_NCCL_CUDA_TRY(cudaSetDevice(device.ordinal()), name());
+  SS_CUDA_TRY(cudaSetDevice(device.ordinal()), name());
   ncclUniqueId native_id;
   std::memcpy(&native_id, id.bytes.data(), sizeof(native_id));
   SS_NCCL_TRY(ncclCommInitRank(&state_->comm, size, native_id, rank), name());
@@ -144,37 +153,29 @@ std::string nccl_communicator::name() const {
          std::to_string(device_.ordinal()) + ")";
 }
 
-void nccl_communicator::begin_step(std::uint64_t step) {
+void nccl_communicator::exchange_order(order_wait wait) {
   try {
     if (state_->last_stream) state_->exchange(issued_, *state_->last_stream, name());
-    state_->compare_landed(false, name());
+    if (wait == order_wait::until_compared) state_->wait_landed(name());
+    state_->compare_landed(name());
   } catch (...) {
-    state_->failed = true;
+    state_->failed = true;  // peers may be inside the exchange: abort, do not destroy
     throw;
   }
+}
+
+void nccl_communicator::begin_step(std::uint64_t step) {
+  exchange_order(order_wait::landed_only);
   issued_.begin(step);
 }
 
-void nccl_communicator::verify_order() {
-  try {
-    if (state_->last_stream) state_->exchange(issued_, *state_->last_stream, name());
-    state_->compare_landed(true, name());
-  } catch (...) {
-    state_->failed = true;
-    throw;
-  }
-}
+void nccl_communicator::verify_order() { exchange_order(order_wait::until_compared); }
 
 void nccl_communicator::all_reduce(void* buffer, std::size_t count, data_type type, reduce_op op, StreamRef stream,
                                    const collective_label& label) {
   SS_EXPECTS(stream.device() == device_, name(), ": all_reduce '", label.name, "' on stream '", stream.name(),
              "' of another device");
-  SS_EXPECTS(type == data_type::float32 && op == reduce_op::sum, name(), ": all_reduce '", label.name,
-             "': only float32 sum is implemented");
-  issued_.add(collective_record{.kind = collective_kind::all_reduce,
-                                .bucket = label.bucket,
-                                .bytes = count * size_of(type),
-                                .name = label.name});
+  issued_.add(detail::all_reduce_record(name(), count, type, op, label));
   state_->bucket_names.try_emplace(label.bucket, label.name);
   state_->last_stream = stream.native();
   const ncclResult_t status = ncclAllReduce(buffer, buffer, count, ncclFloat32, ncclSum, state_->comm, stream.native());

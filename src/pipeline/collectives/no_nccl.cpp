@@ -23,6 +23,7 @@ nccl_communicator::~nccl_communicator() = default;
 std::string nccl_communicator::name() const { return "nccl (not built)"; }
 void nccl_communicator::begin_step(std::uint64_t /*step*/) { no_nccl(); }
 void nccl_communicator::verify_order() { no_nccl(); }
+void nccl_communicator::exchange_order(order_wait /*wait*/) { no_nccl(); }
 void nccl_communicator::all_reduce(void* /*buffer*/, std::size_t /*count*/, data_type /*type*/, reduce_op /*op*/,
                                    StreamRef /*stream*/, const collective_label& /*label*/) {
   no_nccl();

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/expects.hpp"
+#include "pipeline/collectives/all_reduce_record.hpp"
 #include "pipeline/collectives/sim_rendezvous.hpp"
 #include "streamsafe/device.hpp"
 
@@ -32,12 +33,7 @@ void sim_communicator::all_reduce(void* buffer, std::size_t count, data_type typ
                                   const collective_label& label) {
   SS_EXPECTS(stream.device().backend() == backend_kind::sim, name(), ": all_reduce '", label.name, "' on stream '",
              stream.name(), "', which is not a sim stream");
-  SS_EXPECTS(type == data_type::float32 && op == reduce_op::sum, name(), ": all_reduce '", label.name,
-             "': only float32 sum is implemented");
-  issued_.add(collective_record{.kind = collective_kind::all_reduce,
-                                .bucket = label.bucket,
-                                .bytes = count * size_of(type),
-                                .name = label.name});
+  issued_.add(detail::all_reduce_record(name(), count, type, op, label));
   // The kernel keeps what the host had issued up to this collective, for the order check.
   auto issued = std::make_shared<const collective_sequence>(issued_);
   auto group = group_;

@@ -54,6 +54,9 @@ class nccl_communicator final : public communicator {
   [[nodiscard]] void* native() const;
 
  private:
+  enum class order_wait { landed_only, until_compared };
+  void exchange_order(order_wait wait);
+
   Device device_;
   int rank_;
   int size_;
