@@ -98,9 +98,9 @@ TEST(SimAllReduceOverlap, FirstBucketReducedWhileLaterBucketsAreStillQueued) {
   const bucket_plan plan(grads, kSmallCap);
   constexpr int n = 2;
   const auto failures = run_ranks(n, sim_mode::threaded, {}, [&](int rank, Device& device, communicator& comm) {
-    rank_setup setup(device, comm, plan);
-    gate later_buckets;
+    gate later_buckets;  // outlives the streams whose kernels use it
     std::atomic<bool> later_started{false};
+    rank_setup setup(device, comm, plan);
     setup.reducer.begin_step(0);
     setup.backward(plan, {0}, rank, 0);
     const bucket& first = plan.buckets()[0];

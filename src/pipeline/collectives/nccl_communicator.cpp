@@ -3,15 +3,14 @@
 #include <array>
 #include <cstring>
 #include <map>
-#include <optional>
 #include <utility>
 #include <vector>
 
 #include "common/expects.hpp"
 #include "pipeline/collectives/all_reduce_record.hpp"
 #include "pipeline/collectives/nccl_check.hpp"
-#include "runtime/cuda/cuda_check.hpp"
 #include "pipeline/collectives/order_wire.hpp"
+#include "runtime/cuda/cuda_check.hpp"
 
 namespace streamsafe::collectives {
 
@@ -30,13 +29,15 @@ struct OrderExchange {
 
 class NcclState {
  public:
-  NcclState(const Device& device, int size) : device_(device), size_(size) {}
+  explicit NcclState(int size) : size_(size) {}
   ~NcclState();
   NcclState(const NcclState&) = delete;
   NcclState& operator=(const NcclState&) = delete;
 
+  /// The exchange's own stream, events and buffers, made once (none are made per step).
   void allocate_exchanges(const std::string& context);
-  void exchange(const collective_sequence& sequence, cudaStream_t stream, const std::string& context);
+  /// After the last collective issued (wherever its stream is now), all-gathers `sequence`.
+  void exchange(const collective_sequence& sequence, const std::string& context);
   /// Compares the exchanges that have landed, without blocking.
   void compare_landed(const std::string& context);
   /// Blocks until every exchange in flight has landed.
@@ -44,14 +45,15 @@ class NcclState {
 
   ncclComm_t comm = nullptr;
   bool failed = false;  // a call failed: abort rather than destroy, as peers may be stuck
-  std::optional<cudaStream_t> last_stream;
+  cudaEvent_t last_collective = nullptr;  // recorded after every all-reduce, on its stream
+  bool step_open = false;  // begin_step ran: every rank exchanges once per step, collectives or not
   std::map<std::uint32_t, std::string> bucket_names;
 
  private:
   void compare(OrderExchange& slot);
 
-  Device device_;
   int size_;
+  cudaStream_t exchange_stream_ = nullptr;
   std::array<OrderExchange, 2> exchanges_{};
   std::size_t next_ = 0;
 };
@@ -70,11 +72,15 @@ NcclState::~NcclState() {
     cudaFree(x.send_device);
     cudaFree(x.recv_device);
   }
+  if (last_collective != nullptr) cudaEventDestroy(last_collective);
+  if (exchange_stream_ != nullptr) cudaStreamDestroy(exchange_stream_);
   if (comm != nullptr) ncclCommDestroy(comm);
 }
 
 void NcclState::allocate_exchanges(const std::string& context) {
   const std::size_t all = sizeof(WireSequence) * static_cast<std::size_t>(size_);
+  SS_CUDA_TRY(cudaStreamCreateWithFlags(&exchange_stream_, cudaStreamNonBlocking), context);
+  SS_CUDA_TRY(cudaEventCreateWithFlags(&last_collective, cudaEventDisableTiming), context);
   for (auto& x : exchanges_) {
     SS_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&x.send_host), sizeof(WireSequence)), context);
     SS_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&x.recv_host), all), context);
@@ -84,7 +90,9 @@ void NcclState::allocate_exchanges(const std::string& context) {
   }
 }
 
-void NcclState::exchange(const collective_sequence& sequence, cudaStream_t stream, const std::string& context) {
+void NcclState::exchange(const collective_sequence& sequence, const std::string& context) {
+  if (!step_open) return;
+  cudaStream_t stream = exchange_stream_;
   OrderExchange& slot = exchanges_[next_];
   next_ = (next_ + 1) % exchanges_.size();
   if (slot.pending) {  // two steps old: long landed in a running pipeline, so this rarely waits
@@ -93,6 +101,7 @@ void NcclState::exchange(const collective_sequence& sequence, cudaStream_t strea
   }
   const std::size_t all = sizeof(WireSequence) * static_cast<std::size_t>(size_);
   *slot.send_host = to_wire(sequence);
+  SS_CUDA_TRY(cudaStreamWaitEvent(stream, last_collective, 0), context);
   SS_CUDA_TRY(cudaMemcpyAsync(slot.send_device, slot.send_host, sizeof(WireSequence), cudaMemcpyHostToDevice, stream),
                    context);
   SS_NCCL_TRY(ncclAllGather(slot.send_device, slot.recv_device, sizeof(WireSequence), ncclChar, comm, stream), context);
@@ -135,7 +144,7 @@ nccl_unique_id nccl_unique_id::create() {
 }
 
 nccl_communicator::nccl_communicator(const Device& device, int rank, int size, const nccl_unique_id& id)
-    : device_(device), rank_(rank), size_(size), state_(std::make_unique<detail::NcclState>(device, size)) {
+    : device_(device), rank_(rank), size_(size), state_(std::make_unique<detail::NcclState>(size)) {
   SS_EXPECTS(device.backend() == backend_kind::cuda, "nccl_communicator: device '", device.name(),
              "' is not a cuda device");
   SS_EXPECTS(size > 0 && rank >= 0 && rank < size, "nccl_communicator: rank ", rank, " outside a group of ", size);
@@ -155,7 +164,7 @@ std::string nccl_communicator::name() const {
 
 void nccl_communicator::exchange_order(order_wait wait) {
   try {
-    if (state_->last_stream) state_->exchange(issued_, *state_->last_stream, name());
+    state_->exchange(issued_, name());
     if (wait == order_wait::until_compared) state_->wait_landed(name());
     state_->compare_landed(name());
   } catch (...) {
@@ -167,9 +176,13 @@ void nccl_communicator::exchange_order(order_wait wait) {
 void nccl_communicator::begin_step(std::uint64_t step) {
   exchange_order(order_wait::landed_only);
   issued_.begin(step);
+  state_->step_open = true;
 }
 
-void nccl_communicator::verify_order() { exchange_order(order_wait::until_compared); }
+void nccl_communicator::verify_order() {
+  exchange_order(order_wait::until_compared);
+  state_->step_open = false;  // exchanged: the next begin_step has nothing to send
+}
 
 void nccl_communicator::all_reduce(void* buffer, std::size_t count, data_type type, reduce_op op, StreamRef stream,
                                    const collective_label& label) {
@@ -177,13 +190,14 @@ void nccl_communicator::all_reduce(void* buffer, std::size_t count, data_type ty
              "' of another device");
   issued_.add(detail::all_reduce_record(name(), count, type, op, label));
   state_->bucket_names.try_emplace(label.bucket, label.name);
-  state_->last_stream = stream.native();
   const ncclResult_t status = ncclAllReduce(buffer, buffer, count, ncclFloat32, ncclSum, state_->comm, stream.native());
   if (status != ncclSuccess) {
     state_->failed = true;
     detail::throw_nccl_error(status, "ncclAllReduce", name() + ", collective '" + label.name + "' on stream '" +
                                                          stream.name() + "'");
   }
+  SS_CUDA_TRY(cudaEventRecord(state_->last_collective, stream.native()), name() + ", after '" + label.name + "'");
+
 }
 
 void* nccl_communicator::native() const { return state_->comm; }

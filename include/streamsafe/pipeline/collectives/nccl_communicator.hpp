@@ -20,7 +20,7 @@ class NcclState;
 /// The 128 bytes of an ncclUniqueId: made by one rank, handed to the others (a file, a socket).
 struct nccl_unique_id {
   std::array<char, 128> bytes{};
-  /// ncclGetUniqueId. Throws cuda_error (naming the call and NCCL's message) on failure.
+  /// ncclGetUniqueId. Throws error (naming the call and NCCL's message) on failure.
   [[nodiscard]] static nccl_unique_id create();
 };
 
@@ -29,11 +29,14 @@ struct nccl_unique_id {
 /// a failed collective, so no rank waits on a peer that left).
 ///
 /// Order check: at each begin_step the rank all-gathers the previous step's sequence (hash and
-/// the (kind, bucket, bytes) of up to 64 collectives, 1 KiB per rank) on the last stream it
-/// used, into pinned memory, and compares what has arrived without blocking the host; a
-/// difference throws order_mismatch naming both sequences at a later begin_step (or at
-/// verify_order, which waits). A reordering of equal-size buckets is caught this way; NCCL may
-/// hang inside the step itself when the byte counts differ, before any check can run.
+/// the (kind, bucket, bytes) of up to 64 collectives: 1048 bytes per rank) on a stream of its
+/// own, after an event recorded behind its last all-reduce, into pinned memory, and compares
+/// the exchanges that have landed without blocking the host (the third exchange in flight
+/// waits for the first). A difference throws order_mismatch naming both sequences at a later
+/// begin_step, or at verify_order, which exchanges the current step and waits. Every rank must
+/// call begin_step and verify_order at the same points. A reordering of equal-size buckets is
+/// caught this way; NCCL may hang inside the step itself when the byte counts differ, before
+/// any check can run. Each all_reduce also records one event on its stream.
 class nccl_communicator final : public communicator {
  public:
   nccl_communicator(const Device& device, int rank, int size, const nccl_unique_id& id);
@@ -47,7 +50,8 @@ class nccl_communicator final : public communicator {
                   const collective_label& label) override;
   [[nodiscard]] const collective_sequence& issued() const override { return issued_; }
   /// Exchanges the current step's sequence and blocks the host until every exchange so far
-  /// has been compared. Throws order_mismatch on a difference.
+  /// has been compared (a host synchronization: for the end of a run, or a test). Throws
+  /// order_mismatch on a difference.
   void verify_order();
 
   /// The ncclComm_t, for callers that issue NCCL calls of their own.
