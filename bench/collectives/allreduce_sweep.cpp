@@ -101,6 +101,33 @@ bool check_result(const float* recv, std::size_t count, int nranks) {
   return std::fabs(first - expected) < 1e-3F * expected && std::fabs(last - expected) < 1e-3F * expected;
 }
 
+// The sync stage's per-step order check all-gathers 1048 bytes per rank (24 + 64 x 16: see
+// src/pipeline/collectives/order_wire.hpp); its cost per step is this all-gather's time.
+void time_order_exchange(const options& o, ncclComm_t comm, cudaStream_t stream) {
+  constexpr std::size_t record_bytes = 1048;
+  constexpr int iters = 100;
+  void* send = nullptr;
+  void* recv = nullptr;
+  CUDA(cudaMalloc(&send, record_bytes));
+  CUDA(cudaMalloc(&recv, record_bytes * o.nranks));
+  cudaEvent_t start;
+  cudaEvent_t stop;
+  CUDA(cudaEventCreate(&start));
+  CUDA(cudaEventCreate(&stop));
+  for (int i = 0; i < o.warmup; ++i) NCCL(ncclAllGather(send, recv, record_bytes, ncclChar, comm, stream));
+  CUDA(cudaEventRecord(start, stream));
+  for (int i = 0; i < iters; ++i) NCCL(ncclAllGather(send, recv, record_bytes, ncclChar, comm, stream));
+  CUDA(cudaEventRecord(stop, stream));
+  CUDA(cudaEventSynchronize(stop));
+  float ms = 0;
+  CUDA(cudaEventElapsedTime(&ms, start, stop));
+  if (o.rank == 0) std::printf("# order exchange: all-gather of %zu B per rank: %.2f us\n", record_bytes, ms * 1e3 / iters);
+  CUDA(cudaEventDestroy(start));
+  CUDA(cudaEventDestroy(stop));
+  CUDA(cudaFree(send));
+  CUDA(cudaFree(recv));
+}
+
 void sweep(const options& o, ncclComm_t comm, cudaStream_t stream) {
   void* send = nullptr;
   void* recv = nullptr;
@@ -162,6 +189,7 @@ int main(int argc, char** argv) {
       std::printf("# NCCL %d, %s, %d visible GPU(s)\n", version, prop.name, devices);
     }
     sweep(o, comm, stream);
+    time_order_exchange(o, comm, stream);
     CUDA(cudaStreamDestroy(stream));
     NCCL(ncclCommDestroy(comm));
     return 0;

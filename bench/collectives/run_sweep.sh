@@ -14,7 +14,7 @@ shift $(( $# < 2 ? $# : 2 ))
 [[ "${1:-}" == "--" ]] && shift
 mkdir -p "$out"
 cuda=${CUDA_HOME:-/usr/local/cuda}
-bin=${ALLREDUCE_SWEEP_BIN:-$out/allreduce_sweep}
+bin=${ALLREDUCE_SWEEP_BIN:-$(mktemp -d)/allreduce_sweep}  # not in OUT_DIR: results hold text only
 if [[ ! -x "$bin" ]]; then
   nccl_lib=$(dirname "$(find -L "$cuda"/ /usr/lib /usr/local/lib -name 'libnccl.so*' 2>/dev/null | head -1)")
   g++ -std=c++17 -O2 -o "$bin" "$here/allreduce_sweep.cpp" -I"$cuda/include" -L"$cuda/lib64" -L"$nccl_lib" \
