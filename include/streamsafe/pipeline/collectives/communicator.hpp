@@ -41,8 +41,10 @@ class communicator {
   /// Enqueues an in-place all-reduce of `count` elements at `buffer` on `stream`; returns at
   /// once (no host synchronization). Work enqueued on `stream` after this call sees the
   /// reduced values; the buffer must not be touched by other streams until then. `label`
-  /// names the collective in the order check and in errors. A failure (an order mismatch, a
-  /// rank that never arrives, an NCCL error) is reported at the next host wait on `stream`.
+  /// names the collective in the order check and in errors. Failures: sim reports an order
+  /// mismatch or a rank that never arrives at the rank's next host wait on the stream's device;
+  /// nccl throws for a failed call at once and reports an order mismatch from a later
+  /// begin_step (see nccl_communicator.hpp). Throws usage_error for anything but float32 sum.
   virtual void all_reduce(void* buffer, std::size_t count, data_type type, reduce_op op, StreamRef stream,
                           const collective_label& label) = 0;
 
