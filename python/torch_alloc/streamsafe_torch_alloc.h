@@ -45,7 +45,8 @@ void streamsafe_torch_record_stream(void* ptr, streamsafe_cuda_stream stream);
 void streamsafe_torch_empty_cache(void);
 
 /* Options in the STREAMSAFE_ALLOC_CONF syntax ("key:value,..."), over those of the environment
- * variable. Only before the first allocation. 0 on success, -1 with last_error set. */
+ * variable. Only before the first allocation (an empty string is accepted at any time). 0 on
+ * success, -1 with last_error set. */
 int streamsafe_torch_configure(const char* conf);
 
 typedef struct {

@@ -22,6 +22,7 @@ torch_allocator::torch_allocator(torch_backend backend)
 torch_allocator::~torch_allocator() = default;
 
 void torch_allocator::configure(std::string_view conf) {
+  if (conf.empty()) return;  // nothing to change, even once allocations have begun
   std::lock_guard lock(slots_mutex_);
   const bool started = std::any_of(owned_slots_.begin(), owned_slots_.end(), [](const auto& s) { return s != nullptr; });
   SS_EXPECTS(!started, "streamsafe torch allocator: options '", conf,

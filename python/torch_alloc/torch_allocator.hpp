@@ -30,7 +30,8 @@ class torch_allocator {
   torch_allocator(const torch_allocator&) = delete;
   torch_allocator& operator=(const torch_allocator&) = delete;
 
-  /// Options over STREAMSAFE_ALLOC_CONF's; usage_error after the first allocation or on a bad key.
+  /// Options over STREAMSAFE_ALLOC_CONF's; usage_error after the first allocation or on a bad
+  /// key. An empty string changes nothing and is accepted at any time.
   void configure(std::string_view conf);
   /// Throws usage_error on a capturing stream (the allocator has no graph-private pool, so a
   /// block taken during capture could be handed out again while a replay still uses it).
