@@ -15,4 +15,6 @@ mkdir -p .device-build/bin .device-build/lib
 find "$build/tests" "$build/bench" "$build/tools" -type f -perm -u+x \
      \( -name '*_test' -o -name '*_tests' -o -name '*_bench' -o -name streamsafe \) -exec cp {} .device-build/bin/ \;
 cp -a "$deps"/lib/x86_64-linux-gnu/libsimdjson.so* .device-build/lib/
+# PyTorch's pluggable allocator (tests/torch, bench/torch: STREAMSAFE_TORCH_ALLOC_LIB points here).
+cp "$build"/python/torch_alloc/libstreamsafe_torch_alloc.so .device-build/lib/
 echo "built $(ls .device-build/bin | wc -l) binaries in $build"
