@@ -99,7 +99,6 @@ class CudaStream final : public StreamImpl {
   std::string context() const { return "stream '" + name() + "' on cuda:" + std::to_string(ordinal_); }
 
  private:
-  int ordinal_;
   [[nodiscard]] bool usable_here() const {
     return per_thread_owner_ == std::thread::id{} || per_thread_owner_ == std::this_thread::get_id();
   }
