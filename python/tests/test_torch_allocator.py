@@ -171,6 +171,8 @@ class UseAllocator(unittest.TestCase):
             torch.cuda.memory._record_memory_history()
         with self.assertRaisesRegex(alloc.UnsupportedFeatureError, "patch_memory_apis"):
             torch.cuda.memory_allocated()
+        with self.assertRaisesRegex(alloc.UnsupportedFeatureError, "patch_memory_apis"):
+            torch.cuda.memory_cached()  # a deprecated alias meets the guard of what it calls
         with self.assertRaisesRegex(alloc.UnsupportedFeatureError, "CUDA IPC"):
             torch.UntypedStorage._share_cuda_(None)
         with self.assertRaisesRegex(alloc.UnsupportedFeatureError, "cudnn.benchmark"):
@@ -192,6 +194,9 @@ class UseAllocator(unittest.TestCase):
             self.assertEqual(set(stats), TORCH_KEYS)
             self.assertEqual(list(stats), sorted(stats))
             self.assertIn("Allocated memory", torch.cuda.memory_summary(0))
+            self.assertEqual(torch.cuda.memory_stats_as_nested_dict(0)["allocated_bytes"]["all"]["current"],
+                             before + 4096)
+            self.assertEqual(torch.cuda.memory_cached(0), torch.cuda.memory_reserved(0))  # an alias follows
             raw.streamsafe_torch_free(ptr, 4096, 0, PRODUCER)
             torch.cuda.reset_peak_memory_stats(0)
             self.assertEqual(torch.cuda.max_memory_allocated(0), before)

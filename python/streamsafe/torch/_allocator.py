@@ -22,6 +22,7 @@ __all__ = [
     "use_allocator",
     "allocator_in_use",
     "memory_stats",
+    "memory_stats_as_nested_dict",
     "memory_allocated",
     "max_memory_allocated",
     "memory_reserved",
@@ -196,22 +197,10 @@ def _raiser(feature, instead):
 
 _STATS_HINT = "use streamsafe.torch.memory_stats(), or call streamsafe.torch.patch_memory_apis() once"
 
-# torch.cuda re-exports most of torch.cuda.memory's functions, so both names are guarded.
-_MEMORY_APIS = [
-    "memory_stats",
-    "memory_stats_as_nested_dict",
-    "memory_allocated",
-    "max_memory_allocated",
-    "memory_reserved",
-    "max_memory_reserved",
-    "memory_cached",
-    "max_memory_cached",
-    "reset_peak_memory_stats",
-    "reset_max_memory_allocated",
-    "reset_max_memory_cached",
-    "reset_accumulated_memory_stats",
-    "memory_summary",
-]
+# torch.cuda re-exports most of torch.cuda.memory's functions, so both names are guarded (the
+# statistics: those patch_memory_apis replaces, see _PATCHED). The deprecated aliases
+# (memory_cached, reset_max_memory_allocated, ...) call those through torch.cuda.memory's
+# globals, so they follow the guards and the patch without their own.
 # (attribute, the feature as the error names it, what to do instead)
 _UNSUPPORTED = [
     ("memory_snapshot", "memory snapshots (torch.cuda.memory_snapshot)", "use the allocator's own snapshot in C++"),
@@ -222,6 +211,8 @@ _UNSUPPORTED = [
     ("MemPool", "torch.cuda.MemPool", "allocate from the default pool"),
     ("use_mem_pool", "torch.cuda.use_mem_pool", "allocate from the default pool"),
     ("get_per_process_memory_fraction", "torch.cuda.get_per_process_memory_fraction", "there is no memory fraction"),
+    ("reset_accumulated_memory_stats", "torch.cuda.reset_accumulated_memory_stats",
+     "the totals cannot be reset; use reset_peak_memory_stats() for peaks"),
 ]
 
 
@@ -232,7 +223,7 @@ def _guard_modules(torch):
 def _install_guards(torch):
     guards = _state.guards
     for module in _guard_modules(torch):
-        for name in _MEMORY_APIS:
+        for name in _PATCHED:
             guards.replace(module, name, _raiser(f"torch.cuda.{name}", _STATS_HINT))
         for name, feature, instead in _UNSUPPORTED:
             guards.replace(module, name, _raiser(feature, instead))
@@ -388,6 +379,18 @@ def max_memory_reserved(device=None):
     return memory_stats(device)["reserved_bytes.all.peak"]
 
 
+def memory_stats_as_nested_dict(device=None):
+    """memory_stats() as torch nests it: {"allocated_bytes": {"all": {"current": ...}}, ...}."""
+    nested = {}
+    for key, value in memory_stats(device).items():
+        *path, leaf = key.split(".")
+        node = nested
+        for part in path:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return nested
+
+
 def reset_peak_memory_stats(device=None):
     _library().reset_peak_stats(_device_index(device))
 
@@ -422,6 +425,7 @@ def memory_summary(device=None, abbreviated=False):
 
 _PATCHED = {
     "memory_stats": memory_stats,
+    "memory_stats_as_nested_dict": memory_stats_as_nested_dict,
     "memory_allocated": memory_allocated,
     "max_memory_allocated": max_memory_allocated,
     "memory_reserved": memory_reserved,
@@ -432,9 +436,9 @@ _PATCHED = {
 
 
 def patch_memory_apis():
-    """Makes torch.cuda.memory_stats, memory_allocated, max_memory_allocated, memory_reserved,
-    max_memory_reserved, reset_peak_memory_stats and memory_summary answer from streamsafe's
-    allocator, so existing memory monitors keep working. Usable as a context manager; otherwise
+    """Makes torch.cuda.memory_stats, memory_stats_as_nested_dict, memory_allocated,
+    max_memory_allocated, memory_reserved, max_memory_reserved, reset_peak_memory_stats and
+    memory_summary (and the deprecated aliases that call them) answer from streamsafe's allocator, so existing memory monitors keep working. Usable as a context manager; otherwise
     unpatch_memory_apis() restores what was there."""
     import torch
 
