@@ -201,10 +201,5 @@ TEST(StreamRegistry, AHandleIsAdoptedOnce) {
   EXPECT_NE(registry.resolve(fake_handle(0x80)).id(), first);
 }
 
-TEST(AdoptStream, SimHasNoNativeStreamsToAdopt) {
-  Device device = Device::sim();
-  EXPECT_THROW((void)device.adopt_stream(nullptr), usage_error);
-}
-
 }  // namespace
 }  // namespace streamsafe::torch_alloc::testing
