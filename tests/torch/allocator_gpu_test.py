@@ -102,13 +102,15 @@ def check_free_during_capture():
     from streamsafe.torch import _allocator
 
     library = _allocator._state.library
-    static = torch.ones(COUNT, device="cuda")
-    doomed = torch.ones(COUNT, device="cuda")
+    capture = torch.cuda.Stream()
+    with torch.cuda.stream(capture):
+        static = torch.ones(COUNT, device="cuda")
+        doomed = torch.ones(COUNT, device="cuda")
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=capture):
         static.mul_(2.0)
-        del doomed  # freed on the default stream while the capture runs
+        del doomed  # freed while its allocation stream captures
         deferred_inside = library.deferred_frees()
     after = torch.empty(16, device="cuda")  # the next call into the allocator does the free
     deferred_after = library.deferred_frees()
