@@ -18,6 +18,7 @@ torch_backend sim_torch_backend(std::shared_ptr<sim_torch_state> state) {
           },
       .capturing =
           [state](native_stream native) {
+            if (!state->any_capturing.load(std::memory_order_acquire)) return false;
             std::lock_guard lock(state->mutex);
             return state->capturing.contains(native);
           },

@@ -2,6 +2,7 @@
 // fake native handles stand for torch's streams, and a test says which ones are capturing.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,9 @@ struct sim_torch_state {
   /// The stream adopted for each handle, once the allocator adopted it.
   std::map<native_stream, StreamRef> adopted;
   std::set<native_stream> capturing;
+  /// Whether `capturing` has any entry: read without the mutex, so the allocator's calls are not
+  /// ordered by this test double (ThreadSanitizer would see less).
+  std::atomic<bool> any_capturing{false};
 };
 
 [[nodiscard]] torch_backend sim_torch_backend(std::shared_ptr<sim_torch_state> state);

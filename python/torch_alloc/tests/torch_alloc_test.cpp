@@ -46,6 +46,7 @@ class TorchAllocTest : public ::testing::Test {
     std::lock_guard lock(state_->mutex);
     if (on) state_->capturing.insert(handle);
     else state_->capturing.erase(handle);
+    state_->any_capturing.store(!state_->capturing.empty(), std::memory_order_release);
   }
 
   std::shared_ptr<sim_torch_state> state_ = std::make_shared<sim_torch_state>();

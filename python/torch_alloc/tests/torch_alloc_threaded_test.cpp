@@ -2,6 +2,7 @@
 // loader threads do: run under ThreadSanitizer (label `threaded`).
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -22,12 +23,15 @@ TEST(TorchAllocThreaded, ConcurrentAllocationsFreesRecordsAndStatsStayConsistent
   constexpr int threads = 4;
   constexpr int rounds = 400;
   std::vector<std::thread> workers;
+  std::barrier start(threads);
   for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([t] {
-      const native_stream own = fake_handle(0x1000 * static_cast<std::uintptr_t>(t + 1));
+    workers.emplace_back([t, &start] {
       const native_stream shared = fake_handle(per_thread_stream_handle);
       std::vector<streamsafe_torch_stat> stats(streamsafe_torch_stats(0, nullptr, 0));
+      start.arrive_and_wait();
       for (int i = 0; i < rounds; ++i) {
+        // A new stream every 25 rounds: adoptions keep happening while other threads look up.
+        const native_stream own = fake_handle(0x10000 * static_cast<std::uintptr_t>(t + 1) + 0x10 * (i / 25));
         const auto size = static_cast<ssize_t>(512 * (1 + (i * 7 + t) % 64));
         void* a = streamsafe_torch_malloc(size, 0, own);
         void* b = streamsafe_torch_malloc(size, 0, shared);
