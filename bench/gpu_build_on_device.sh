@@ -19,4 +19,6 @@ find "$build/tests" "$build/bench" "$build/tools" -type f -perm -u+x \
 cp -a "$deps"/lib/x86_64-linux-gnu/libsimdjson.so* .device-build/lib/
 # The Python package, when pybind11 was found: PYTHONPATH=.device-build/python.
 if [ -d "$build/python/streamsafe" ]; then rm -rf .device-build/python; cp -a "$build/python" .device-build/python; fi
+# PyTorch's pluggable allocator (tests/torch, bench/torch: STREAMSAFE_TORCH_ALLOC_LIB points here).
+cp "$build"/python/torch_alloc/libstreamsafe_torch_alloc.so .device-build/lib/
 echo "built $(ls .device-build/bin | wc -l) binaries in $build"

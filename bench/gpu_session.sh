@@ -22,7 +22,7 @@ for part in $parts; do
   case $part in
     tests)
       # The suites with cuda variants (the others are CPU-only and bake source paths in).
-      for name in runtime_semantics_test runtime_sim_scheduler_test runtime_threaded_test runtime_observer_test \
+      for name in runtime_semantics_test runtime_sim_scheduler_test runtime_threaded_test runtime_observer_test runtime_adopt_stream_test \
                   alloc_rules_test alloc_reuse_test alloc_lifetime_test alloc_soak_test alloc_thread_stress_test alloc_repeat_plan_test \
                   hazard_tracker_tests hazard_tracker_query_tests hazard_tracked_allocator_tests \
                   hazard_tracker_threaded_tests monitor_collector_tests monitor_cupti_backoff_test; do

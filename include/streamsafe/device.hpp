@@ -6,15 +6,15 @@
 #include <string>
 
 #include "streamsafe/backend_kind.hpp"
+#include "streamsafe/kernel.hpp"
 #include "streamsafe/sim_options.hpp"
+#include "streamsafe/stream.hpp"
 
 namespace streamsafe {
 
 namespace detail {
 class DeviceImpl;
 }
-class StreamRef;
-
 struct memory_info {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
@@ -55,6 +55,21 @@ class Device {
   /// cuda: the legacy default stream (synchronizes with other blocking streams; streamsafe's
   /// own streams are non-blocking). sim: an implicit stream that behaves like any other.
   [[nodiscard]] StreamRef default_stream() const;
+  /// A stream made by other code (a cudaStream_t from PyTorch, cuBLAS, a library), usable like
+  /// one of ours. cuda only: sim has no native streams (usage_error).
+  /// Ownership: the returned Stream owns the wrapper, never `native`: destroying it destroys
+  /// nothing, and `native` must outlive the wrapper and every layer holding it (a caching
+  /// allocator keeps it while it caches memory for it, see stream.hpp). Ordering: exactly that of
+  /// `native`; wait/record/synchronize act on it, so work the owner enqueues on it is ordered
+  /// with ours. Each call gives a new identity (a new stream_id), so adopt a handle once and
+  /// reuse the Stream: two wrappers of one handle look unrelated to the allocator.
+  /// Special handles: nullptr and cudaStreamLegacy are the legacy default stream (prefer
+  /// default_stream() for them). cudaStreamPerThread means the calling thread's per-thread
+  /// stream, so the wrapper belongs to the adopting thread: called from another thread, records
+  /// and waits go to the legacy default stream (which is ordered after every blocking stream,
+  /// the per-thread ones included), synchronize() synchronizes the device and query() answers
+  /// "not done". Thread-safe.
+  [[nodiscard]] Stream adopt_stream(native_stream native, stream_options options = {}) const;
 
   [[nodiscard]] bool operator==(const Device& other) const noexcept { return impl_ == other.impl_; }
 

@@ -97,6 +97,9 @@ class Stream : public StreamRef {
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
+  /// For the library's own layers (Device::adopt_stream): takes an impl the device made.
+  explicit Stream(std::shared_ptr<detail::StreamImpl> impl);
+
  private:
   void release() noexcept;  // destroys the owned stream, telling the device's observers
   std::shared_ptr<detail::StreamImpl> owned_;  // shared with layers that outlive the handle

@@ -36,8 +36,16 @@ void Device::synchronize() {
   impl_->observers().step([&] { impl_->synchronize(); }, [](RuntimeObserver& o) { o.on_device_synchronize(); });
 }
 StreamRef Device::default_stream() const { return StreamRef(&impl_->default_stream()); }
+Stream Device::adopt_stream(native_stream native, stream_options options) const {
+  return Stream(std::shared_ptr<detail::StreamImpl>(impl_->adopt_stream(native, options)));
+}
 
 namespace detail {
+
+std::unique_ptr<StreamImpl> DeviceImpl::adopt_stream(native_stream, const stream_options&) {
+  SS_EXPECTS(false, "Device::adopt_stream on ", name(), ": only the cuda backend has native streams");
+  return nullptr;
+}
 
 EventPoolState& DeviceImpl::internal_event_pool() {
   std::lock_guard lock(internal_pool_mutex_);

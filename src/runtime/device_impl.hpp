@@ -38,6 +38,9 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   [[nodiscard]] virtual std::unique_ptr<EventImpl> create_event(event_timing timing,
                                                                 device_hold hold = device_hold::owning) = 0;
   [[nodiscard]] virtual StreamImpl& default_stream() = 0;
+  /// A wrapper of a foreign native stream that does not own it (Device::adopt_stream). The
+  /// default throws usage_error: only backends with native streams override it.
+  [[nodiscard]] virtual std::unique_ptr<StreamImpl> adopt_stream(native_stream native, const stream_options& options);
 
   [[nodiscard]] virtual void* allocate_device(std::size_t bytes) = 0;
   virtual void free_device(void* ptr) = 0;

@@ -97,6 +97,12 @@ Stream::Stream(const Device& device, stream_options options)
   owned_->device().observers().each([&](RuntimeObserver& o) { o.on_stream_created(*this); });
 }
 
+Stream::Stream(std::shared_ptr<detail::StreamImpl> impl) : owned_(std::move(impl)) {
+  SS_EXPECTS(owned_ != nullptr, "Stream: null stream");
+  impl_ = owned_.get();
+  owned_->device().observers().each([&](RuntimeObserver& o) { o.on_stream_created(*this); });
+}
+
 Stream::~Stream() { release(); }
 
 void Stream::release() noexcept {

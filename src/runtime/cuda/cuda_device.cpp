@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "common/expects.hpp"
 #include "runtime/backends.hpp"
@@ -47,10 +48,10 @@ class CudaStream final : public StreamImpl {
     }
     nvtxNameCudaStreamA(stream_, name().c_str());
   }
-  /// Wraps the legacy default stream.
-  CudaStream(std::shared_ptr<DeviceImpl> device, int ordinal, cudaStream_t legacy)
-      : StreamImpl(std::move(device), stream_options{"legacy-default"}), ordinal_(ordinal), stream_(legacy),
-        owned_(false) {}
+  /// Wraps a stream it does not own: the legacy default stream, or one adopted from other code.
+  CudaStream(std::shared_ptr<DeviceImpl> device, int ordinal, cudaStream_t foreign, const stream_options& options)
+      : StreamImpl(std::move(device), options), ordinal_(ordinal), stream_(foreign), owned_(false),
+        per_thread_owner_(foreign == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id{}) {}
   ~CudaStream() override {
     if (owned_) {
       make_current(ordinal_);
@@ -59,8 +60,16 @@ class CudaStream final : public StreamImpl {
   }
 
   void wait(EventImpl& event) override;
-  void synchronize() override { SS_CUDA_TRY(cudaStreamSynchronize(stream_), context()); }
+  void synchronize() override {
+    if (!usable_here()) {
+      make_current(ordinal_);
+      SS_CUDA_TRY(cudaDeviceSynchronize(), context() + " (per-thread stream of another thread)");
+      return;
+    }
+    SS_CUDA_TRY(cudaStreamSynchronize(stream_), context());
+  }
   bool query() override {
+    if (!usable_here()) return false;  // not knowable from this thread; "not done" is the safe answer
     const cudaError_t status = cudaStreamQuery(stream_);
     if (status == cudaErrorNotReady) return false;
     SS_CUDA_TRY(status, context());
@@ -70,26 +79,34 @@ class CudaStream final : public StreamImpl {
     SS_EXPECTS(static_cast<bool>(work.cuda), "launch of kernel '", work.name, "' on cuda stream '", name(),
                "': the kernel has no cuda implementation");
     make_current(ordinal_);
-    work.cuda(stream_);
+    work.cuda(handle());
     SS_CUDA_TRY(cudaGetLastError(), "kernel '" + work.name + "' on " + context());
   }
   void copy(void* dst, const void* src, std::size_t bytes) override {
-    SS_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_),
+    SS_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, handle()),
                 context() + " (dst " + describe_pointer(dst) + ", src " + describe_pointer(src) + ", " +
                     std::to_string(bytes) + " bytes)");
   }
   void fill(void* dst, std::uint8_t value, std::size_t bytes) override {
-    SS_CUDA_TRY(cudaMemsetAsync(dst, value, bytes, stream_),
+    SS_CUDA_TRY(cudaMemsetAsync(dst, value, bytes, handle()),
                 context() + " (dst " + describe_pointer(dst) + ", " + std::to_string(bytes) + " bytes)");
   }
   native_stream native() const override { return stream_; }
+  /// The handle to enqueue on from the calling thread: a per-thread stream adopted by another
+  /// thread is reached through the legacy default stream, which is ordered after it.
+  cudaStream_t handle() const { return usable_here() ? stream_ : cudaStreamLegacy; }
 
   std::string context() const { return "stream '" + name() + "' on cuda:" + std::to_string(ordinal_); }
 
  private:
+  [[nodiscard]] bool usable_here() const {
+    return per_thread_owner_ == std::thread::id{} || per_thread_owner_ == std::this_thread::get_id();
+  }
+
   int ordinal_;
   cudaStream_t stream_ = nullptr;
   bool owned_;
+  std::thread::id per_thread_owner_;  // set only for cudaStreamPerThread
 };
 
 class CudaEvent final : public EventImpl {
@@ -107,7 +124,7 @@ class CudaEvent final : public EventImpl {
 
   void record(StreamImpl& stream) override {
     auto& target = static_cast<CudaStream&>(stream);
-    SS_CUDA_TRY(cudaEventRecord(event_, target.native()), context() + " on " + target.context());
+    SS_CUDA_TRY(cudaEventRecord(event_, target.handle()), context() + " on " + target.context());
     recorded_.store(true, std::memory_order_relaxed);
   }
   void synchronize() override { SS_CUDA_TRY(cudaEventSynchronize(event_), context()); }
@@ -136,7 +153,7 @@ class CudaEvent final : public EventImpl {
 
 void CudaStream::wait(EventImpl& event) {
   // A never-recorded event makes cudaStreamWaitEvent a no-op, which is the documented contract.
-  SS_CUDA_TRY(cudaStreamWaitEvent(stream_, static_cast<CudaEvent&>(event).native(), 0), context());
+  SS_CUDA_TRY(cudaStreamWaitEvent(handle(), static_cast<CudaEvent&>(event).native(), 0), context());
 }
 
 class CudaDevice final : public DeviceImpl {
@@ -161,9 +178,15 @@ class CudaDevice final : public DeviceImpl {
   }
   StreamImpl& default_stream() override {
     std::call_once(default_once_, [this] {
-      default_stream_ = std::make_unique<CudaStream>(handle(device_hold::borrowed), ordinal_, cudaStreamLegacy);
+      default_stream_ = std::make_unique<CudaStream>(handle(device_hold::borrowed), ordinal_, cudaStreamLegacy,
+                                                     stream_options{"legacy-default"});
     });
     return *default_stream_;
+  }
+  std::unique_ptr<StreamImpl> adopt_stream(native_stream native, const stream_options& options) override {
+    stream_options named = options;
+    if (named.name.empty()) named.name = "adopted " + describe_pointer(native);
+    return std::make_unique<CudaStream>(handle(device_hold::owning), ordinal_, native, named);
   }
 
   void* allocate_device(std::size_t bytes) override {
