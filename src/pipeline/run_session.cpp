@@ -24,10 +24,14 @@ StreamRef stream_of_writer(const pipeline::state& owner, const buffer_node& node
   return node.writer == host_side ? owner.device.default_stream() : StreamRef(owner.streams[node.writer]);
 }
 
-std::vector<std::size_t> all_stages(std::size_t count) {
+std::vector<std::size_t> all_stages_latest_first(std::size_t count) {
   std::vector<std::size_t> stages(count);
-  for (std::size_t k = 0; k < count; ++k) stages[k] = k;
+  for (std::size_t k = 0; k < count; ++k) stages[k] = count - 1 - k;
   return stages;
+}
+
+void join(std::vector<std::size_t>& into, const std::vector<std::size_t>& from) {
+  for (std::size_t m = 0; m < into.size(); ++m) into[m] = std::max(into[m], from[m]);
 }
 
 }  // namespace
@@ -99,7 +103,12 @@ run_session::run_session(pipeline::state& owner, run_mode mode) : owner_(owner),
     for (std::size_t k = 0; k < graph.stages.size(); ++k) slot.done.push_back(owner.events.acquire());
     for (std::size_t g = 0; g < graph.signals.size(); ++g) slot.signals.push_back(owner.events.acquire());
   }
-  observed_.assign(depth, std::vector<std::size_t>(graph.stages.size(), 0));
+  const std::size_t stages = graph.stages.size();
+  clocks_.assign(stages, stage_clock(stages, 0));
+  recorded_.assign(depth, std::vector<stage_clock>(stages, stage_clock(stages, 0)));
+  host_clock_.assign(stages, 0);
+  signal_clocks_.assign(graph.signals.size(), stage_clock(stages, 0));
+  signal_seen_.assign(stages, std::vector<std::size_t>(graph.signals.size(), 0));
   published_.assign(graph.signals.size(), host_side);
   staged_.resize(depth);
   if (graph.staging != host_side) producers_.emplace(std::max<std::size_t>(owner.spec.host_threads, 1));
@@ -172,9 +181,7 @@ void run_session::produce(std::size_t batch) {
   const std::size_t slot = slot_of(batch);
   const stage_graph& graph = owner_.graph;
   if (batch >= owner_.spec.depth) {
-    for (const std::size_t reader : without_implied(graph, graph.buffers[graph.staging].readers)) {
-      fence_wait(events_[slot].done[reader]);
-    }
+    for (const std::size_t reader : graph.buffers[graph.staging].readers) fence_wait(events_[slot].done[reader]);
   }
   const byte_span staging = memory_->at(graph.staging, slot);
   if (owner_.hazards != nullptr) owner_.hazards->host_writes(staging.data(), staging.size());
@@ -186,22 +193,23 @@ void run_session::await_staging(std::size_t batch) {
   attributed(batch, "producer", [&] { staged_[slot_of(batch)].get(); });
   if (batch < owner_.spec.depth) return;
   for (const std::size_t reader : owner_.graph.buffers[owner_.graph.staging].readers) {
-    mark_observed(reader, batch - owner_.spec.depth);
+    host_saw(reader, batch - owner_.spec.depth);
   }
 }
 
 std::vector<std::size_t> run_session::host_fence() const {
   const stage_graph& graph = owner_.graph;
-  if (!graph.result_writers.empty()) return without_implied(graph, graph.result_writers);
+  if (!graph.result_writers.empty()) return graph.result_writers;
   if (graph.staging != host_side) return {};  // the producer's fence bounds the batches in flight
-  return without_implied(graph, all_stages(graph.stages.size()));
+  return all_stages_latest_first(graph.stages.size());
 }
 
 void run_session::deliver(std::size_t batch) {
   const std::size_t slot = slot_of(batch);
   for (const std::size_t writer : host_fence()) {
+    if (host_clock_[writer] > batch) continue;
     attributed(batch, stage_name(writer), [&] { fence_wait(events_[slot].done[writer]); });
-    mark_observed(writer, batch);
+    host_saw(writer, batch);
   }
   if (owner_.graph.result_writers.empty() || !owner_.spec.on_result) return;
   auto lookup = [this, slot](std::string_view name) -> const_byte_span {
@@ -224,17 +232,49 @@ void run_session::fence_wait(EventRef event) {
   event.synchronize();
 }
 
-void run_session::mark_observed(std::size_t stage, std::size_t batch) {
-  std::vector<std::size_t>& seen = observed_[slot_of(batch)];
-  const std::vector<bool>& before = owner_.graph.stages[stage].before;
-  for (std::size_t m = 0; m < seen.size(); ++m) {
-    if (before[m]) seen[m] = std::max(seen[m], batch + 1);
+void run_session::host_saw(std::size_t stage, std::size_t batch) {
+  join(host_clock_, recorded_[slot_of(batch)][stage]);
+}
+
+// Orders `stage`'s next work after `from`'s work of `batch`, whose end `event` captured, unless
+// the stage's stream already is.
+void run_session::wait_end(std::size_t stage, std::size_t from, std::size_t batch, EventRef event) {
+  stage_clock& clock = clocks_[stage];
+  if (clock[from] > batch) return;
+  owner_.streams[stage].wait(event);
+  join(clock, recorded_[slot_of(batch)][from]);
+}
+
+void run_session::wait_input(std::size_t stage, std::size_t batch, const lazy_input& input) {
+  if (input.signal != host_side) {
+    wait_signal(stage, batch, input.signal);
+    return;
   }
+  if (input.edge == host_side) return;  // the staging buffer: the producer filled it before the batch began
+  const edge& in = owner_.graph.edges[input.edge];
+  if (!in.previous_batch) {
+    wait_end(stage, in.from, batch, events_[slot_of(batch)].edges[input.edge]);
+  } else if (batch > 0) {
+    wait_end(stage, in.from, batch - 1, events_[slot_of(batch - 1)].edges[input.edge]);
+  }
+}
+
+void run_session::wait_signal(std::size_t stage, std::size_t batch, std::size_t signal) {
+  if (published_[signal] != batch) {
+    throw usage_error("pipeline: stage '" + stage_name(stage) + "': signal '" + owner_.graph.signals[signal] +
+                      "' was not published in this batch");
+  }
+  std::size_t& seen = signal_seen_[stage][signal];
+  if (clocks_[stage][owner_.graph.publisher[signal]] > batch || seen == batch + 1) return;
+  owner_.streams[stage].wait(events_[slot_of(batch)].signals[signal]);
+  join(clocks_[stage], signal_clocks_[signal]);
+  seen = batch + 1;
 }
 
 void run_session::enqueue_stage(std::size_t stage, std::size_t batch) {
   attributed(batch, stage_name(stage), [&] {
     const std::size_t slot = slot_of(batch);
+    join(clocks_[stage], host_clock_);  // work enqueued now follows all the host has seen done
     order_stage(stage, batch);
     stage_context context(*this, stage, batch, slot);
     owner_.spec.stages[stage].body(context);
@@ -243,6 +283,8 @@ void run_session::enqueue_stage(std::size_t stage, std::size_t batch) {
         throw usage_error("pipeline: the body did not publish signal '" + owner_.graph.signals[signal] + "'");
       }
     }
+    clocks_[stage][stage] = batch + 1;
+    recorded_[slot][stage] = clocks_[stage];
     const StreamRef stream = owner_.streams[stage];
     for (const std::size_t e : owner_.graph.stages[stage].records) events_[slot].edges[e].record(stream);
     events_[slot].done[stage].record(stream);
@@ -250,32 +292,29 @@ void run_session::enqueue_stage(std::size_t stage, std::size_t batch) {
   });
 }
 
-// The stage's stream waits for what it reads (same batch, or a shared buffer's previous batch),
-// then, from the second lap of the ring on, for the slot's previous users of what it rewrites,
-// unless the host already saw them done.
+// Before the body: from the second lap of the ring on, the slot's previous users of what the
+// stage rewrites (the slot fence); and the stages it follows whatever it reads (the step stage,
+// a shared buffer's writer). Inputs are waited for when the body asks for them (declared).
 void run_session::order_stage(std::size_t stage, std::size_t batch) {
   const stage_graph& graph = owner_.graph;
   const std::size_t slot = slot_of(batch);
-  Stream& stream = owner_.streams[stage];
-  for (const std::size_t e : graph.stages[stage].waits) {
-    if (!graph.edges[e].previous_batch) {
-      stream.wait(events_[slot].edges[e]);
-    } else if (batch > 0) {
-      stream.wait(events_[slot_of(batch - 1)].edges[e]);
-    }
-  }
   const std::size_t depth = owner_.spec.depth;
-  if (batch < depth) return;
-  for (const std::size_t user : graph.stages[stage].fence) {
-    if (observed_[slot][user] < batch - depth + 1) stream.wait(events_[slot].done[user]);
+  if (batch >= depth) {
+    for (const std::size_t user : graph.stages[stage].fence) wait_end(stage, user, batch - depth, events_[slot].done[user]);
   }
+  for (const std::size_t e : graph.stages[stage].eager) wait_end(stage, graph.edges[e].from, batch, events_[slot].edges[e]);
 }
 
 // ---- what stage_context calls ----
 
-byte_span run_session::declared(std::size_t stage, std::size_t slot, std::size_t batch, std::string_view name) const {
-  for (const std::size_t b : owner_.graph.stages[stage].buffers) {
-    if (owner_.graph.buffers[b].spec.name == name) return memory_->at(b, slot);
+byte_span run_session::declared(std::size_t stage, std::size_t slot, std::size_t batch, std::string_view name) {
+  const stage_node& node = owner_.graph.stages[stage];
+  for (const std::size_t b : node.buffers) {
+    if (owner_.graph.buffers[b].spec.name != name) continue;
+    for (const lazy_input& input : node.inputs) {
+      if (input.buffer == b) wait_input(stage, batch, input);
+    }
+    return memory_->at(b, slot);
   }
   throw usage_error("pipeline: batch " + std::to_string(batch) + ", stage '" + stage_name(stage) + "': buffer '" +
                     std::string(name) + "' is not among the stage's inputs or outputs");
@@ -317,16 +356,12 @@ std::size_t run_session::signal_index(std::size_t stage, std::string_view signal
 void run_session::publish(std::size_t stage, std::size_t slot, std::size_t batch, std::string_view signal) {
   const std::size_t s = signal_index(stage, signal, true);
   events_[slot].signals[s].record(owner_.streams[stage]);
+  signal_clocks_[s] = clocks_[stage];
   published_[s] = batch;
 }
 
-void run_session::wait_for(std::size_t stage, std::size_t slot, std::size_t batch, std::string_view signal) {
-  const std::size_t s = signal_index(stage, signal, false);
-  if (published_[s] != batch) {
-    throw usage_error("pipeline: stage '" + stage_name(stage) + "': signal '" + std::string(signal) +
-                      "' was not published in this batch");
-  }
-  owner_.streams[stage].wait(events_[slot].signals[s]);
+void run_session::wait_for(std::size_t stage, std::size_t batch, std::string_view signal) {
+  wait_signal(stage, batch, signal_index(stage, signal, false));
 }
 
 void run_session::synchronize(std::size_t stage) {

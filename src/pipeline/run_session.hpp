@@ -54,12 +54,13 @@ class run_session {
   // For stage_context.
   [[nodiscard]] const std::string& stage_name(std::size_t stage) const { return owner_.spec.stages[stage].name; }
   [[nodiscard]] StreamRef stream(std::size_t stage) const { return owner_.streams[stage]; }
-  [[nodiscard]] byte_span declared(std::size_t stage, std::size_t slot, std::size_t batch, std::string_view name) const;
+  /// A declared buffer; an input is waited for here, at the body's first request for it.
+  [[nodiscard]] byte_span declared(std::size_t stage, std::size_t slot, std::size_t batch, std::string_view name);
   void launch(std::size_t stage, const kernel& work, std::initializer_list<const_byte_span> reads,
               std::initializer_list<const_byte_span> writes);
   void copy(std::size_t stage, byte_span dst, const_byte_span src);
   void publish(std::size_t stage, std::size_t slot, std::size_t batch, std::string_view signal);
-  void wait_for(std::size_t stage, std::size_t slot, std::size_t batch, std::string_view signal);
+  void wait_for(std::size_t stage, std::size_t batch, std::string_view signal);
   void synchronize(std::size_t stage);
 
  private:
@@ -71,7 +72,10 @@ class run_session {
   void enqueue_stage(std::size_t stage, std::size_t batch);
   void order_stage(std::size_t stage, std::size_t batch);
   void fence_wait(EventRef event);
-  void mark_observed(std::size_t stage, std::size_t batch);
+  void wait_end(std::size_t stage, std::size_t from, std::size_t batch, EventRef event);
+  void wait_input(std::size_t stage, std::size_t batch, const lazy_input& input);
+  void wait_signal(std::size_t stage, std::size_t batch, std::size_t signal);
+  void host_saw(std::size_t stage, std::size_t batch);
   [[nodiscard]] std::vector<std::size_t> host_fence() const;
   [[nodiscard]] std::size_t signal_index(std::size_t stage, std::string_view signal, bool publishing) const;
   void drain() noexcept;
@@ -83,9 +87,17 @@ class run_session {
   std::optional<hazard::tracked_allocator> tracked_;
   std::optional<slot_memory> memory_;
   std::vector<slot_events> events_;  // [slot]
-  /// observed_[slot][stage]: 1 + the last batch of that slot whose stage work the host has seen
-  /// done (0: none), so a device fence the host already passed is not enqueued again.
-  std::vector<std::vector<std::size_t>> observed_;
+  /// What each agent is ordered after, so that no wait is enqueued twice or when already implied:
+  /// entry m of a clock is how many batches of stage m's work (from the first) that agent is
+  /// ordered after. clocks_[stage] is the stage stream's; recorded_[slot][stage] the clock its
+  /// events of the slot captured at its last record; host_clock_ what the host has seen done.
+  /// Main thread only.
+  using stage_clock = std::vector<std::size_t>;
+  std::vector<stage_clock> clocks_;
+  std::vector<std::vector<stage_clock>> recorded_;
+  stage_clock host_clock_;
+  std::vector<stage_clock> signal_clocks_;              // [signal]: the publisher's clock at publish
+  std::vector<std::vector<std::size_t>> signal_seen_;  // [stage][signal]: 1 + the batch it waited for
   std::vector<std::size_t> published_;     // [signal]: the batch that last published it
   std::vector<std::future<void>> staged_;  // [slot]: the producer's fill of the slot's next batch
   std::atomic<std::uint64_t> fence_waits_{0};

@@ -19,7 +19,7 @@ void stage_context::copy(std::string_view dst, std::string_view src) {
 }
 
 void stage_context::publish(std::string_view signal) { session_.publish(stage_, slot_, batch_, signal); }
-void stage_context::wait_for(std::string_view signal) { session_.wait_for(stage_, slot_, batch_, signal); }
+void stage_context::wait_for(std::string_view signal) { session_.wait_for(stage_, batch_, signal); }
 void stage_context::synchronize() { session_.synchronize(stage_); }
 
 }  // namespace streamsafe::pipeline

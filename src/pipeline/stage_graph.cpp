@@ -1,6 +1,7 @@
 #include "stage_graph.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace streamsafe::pipeline::detail {
 
@@ -13,6 +14,11 @@ namespace {
 std::size_t index_of(const std::vector<std::string>& names, std::string_view name) {
   const auto it = std::find(names.begin(), names.end(), name);
   return it == names.end() ? host_side : static_cast<std::size_t>(it - names.begin());
+}
+
+void latest_first(std::vector<std::size_t>& stages) {
+  std::sort(stages.begin(), stages.end(), std::greater<>());
+  stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
 }
 
 void add_buffer(stage_graph& graph, const buffer_spec& spec, std::size_t writer, const std::string& who) {
@@ -28,8 +34,13 @@ std::size_t add_edge(stage_graph& graph, edge wanted) {
   }
   graph.edges.push_back(wanted);
   graph.stages[wanted.from].records.push_back(graph.edges.size() - 1);
-  graph.stages[wanted.to].waits.push_back(graph.edges.size() - 1);
   return graph.edges.size() - 1;
+}
+
+void add_eager(stage_graph& graph, std::size_t from, std::size_t to) {
+  const std::size_t e = add_edge(graph, {from, to, false});
+  std::vector<std::size_t>& eager = graph.stages[to].eager;
+  if (std::find(eager.begin(), eager.end(), e) == eager.end()) eager.push_back(e);
 }
 
 // A stage reads `b`: a per-slot buffer from an earlier stage of the batch, or a shared one from
@@ -42,26 +53,26 @@ void connect_input(stage_graph& graph, const pipeline_spec& spec, std::size_t st
   const std::string& name = spec.stages[stage].name;
   if (buffer.spec.scope == buffer_scope::per_slot) {
     if (buffer.writer >= stage) refuse(name, "reads '" + buffer.spec.name + "', written by a later stage");
-    add_edge(graph, {buffer.writer, stage, false});
+    graph.stages[stage].inputs.push_back({b, add_edge(graph, {buffer.writer, stage, false})});
     return;
   }
   if (buffer.writer <= stage) refuse(name, "reads shared '" + buffer.spec.name + "': its writer must come after its readers");
-  add_edge(graph, {buffer.writer, stage, true});
-  add_edge(graph, {stage, buffer.writer, false});
+  graph.stages[stage].inputs.push_back({b, add_edge(graph, {buffer.writer, stage, true})});
+  add_eager(graph, stage, buffer.writer);
 }
 
-void publish_signals(stage_graph& graph, const pipeline_spec& spec, std::size_t k, std::vector<std::size_t>& publisher) {
+void publish_signals(stage_graph& graph, const pipeline_spec& spec, std::size_t k) {
   for (const signal_spec& signal : spec.stages[k].publishes) {
     if (signal.name.empty() || index_of(graph.signals, signal.name) != host_side) {
       refuse(spec.stages[k].name, "signal '" + signal.name + "' is unnamed or published twice");
     }
     graph.signals.push_back(signal.name);
-    publisher.push_back(k);
+    graph.publisher.push_back(k);
     std::vector<std::size_t>& covered = graph.signal_buffers.emplace_back();
     for (const std::string& name : signal.buffers) {
       const std::size_t b = graph.find_buffer(name);
-      if (b == host_side || graph.buffers[b].writer != k) {
-        refuse(spec.stages[k].name, "signal '" + signal.name + "' covers '" + name + "', not an output of the stage");
+      if (b == host_side || graph.buffers[b].writer != k || graph.buffers[b].spec.scope != buffer_scope::per_slot) {
+        refuse(spec.stages[k].name, "signal '" + signal.name + "' covers '" + name + "', not a per-slot output of the stage");
       }
       covered.push_back(b);
     }
@@ -69,69 +80,36 @@ void publish_signals(stage_graph& graph, const pipeline_spec& spec, std::size_t 
   }
 }
 
-// A stage that waits for a signal reads the buffers it covers: no edge (the signal orders them),
-// but it is a reader for the slot fence.
+// A stage that waits for a signal reads the buffers it covers, ordered by the signal; it is a
+// reader for the slot fence too.
 void connect_signals(stage_graph& graph, const pipeline_spec& spec) {
-  std::vector<std::size_t> publisher;
-  for (std::size_t k = 0; k < spec.stages.size(); ++k) publish_signals(graph, spec, k, publisher);
+  for (std::size_t k = 0; k < spec.stages.size(); ++k) publish_signals(graph, spec, k);
   for (std::size_t k = 0; k < spec.stages.size(); ++k) {
     for (const std::string& signal : spec.stages[k].waits_for) {
       const std::size_t s = index_of(graph.signals, signal);
-      if (s == host_side || publisher[s] >= k) refuse(spec.stages[k].name, "waits for '" + signal + "', which no earlier stage publishes");
+      if (s == host_side || graph.publisher[s] >= k) {
+        refuse(spec.stages[k].name, "waits for '" + signal + "', which no earlier stage publishes");
+      }
       graph.stages[k].waits_for.push_back(s);
       for (const std::size_t b : graph.signal_buffers[s]) {
         graph.buffers[b].readers.push_back(k);
         graph.stages[k].buffers.push_back(b);
+        graph.stages[k].inputs.push_back({b, host_side, s});
       }
     }
   }
 }
 
-// before[m] of stage k: m's work of the batch is ordered before k's end through same-batch edges.
-void close_orderings(stage_graph& graph) {
-  const std::size_t n = graph.stages.size();
-  for (std::size_t k = 0; k < n; ++k) {
-    std::vector<bool>& before = graph.stages[k].before;
-    before.assign(n, false);
-    before[k] = true;
-    for (const std::size_t e : graph.stages[k].waits) {
-      const edge& in = graph.edges[e];
-      if (in.previous_batch) continue;
-      const std::vector<bool>& theirs = graph.stages[in.from].before;
-      for (std::size_t m = 0; m < n; ++m) before[m] = before[m] || theirs[m];
-    }
-  }
-}
-
-void drop_implied_waits(stage_graph& graph) {
-  for (stage_node& stage : graph.stages) {
-    std::vector<std::size_t> from;
-    for (const std::size_t e : stage.waits) {
-      if (!graph.edges[e].previous_batch) from.push_back(graph.edges[e].from);
-    }
-    const std::vector<std::size_t> needed = without_implied(graph, from);
-    std::erase_if(stage.waits, [&](std::size_t e) {
-      const edge& in = graph.edges[e];
-      return !in.previous_batch && std::find(needed.begin(), needed.end(), in.from) == needed.end();
-    });
-  }
-  // An edge nobody waits for needs no record.
-  for (stage_node& stage : graph.stages) stage.records.clear();
-  for (const stage_node& stage : graph.stages) {
-    for (const std::size_t e : stage.waits) graph.stages[graph.edges[e].from].records.push_back(e);
-  }
-}
-
 void add_fences(stage_graph& graph) {
   for (std::size_t k = 0; k < graph.stages.size(); ++k) {
-    std::vector<std::size_t> users;
+    std::vector<std::size_t>& users = graph.stages[k].fence;
     for (const buffer_node& buffer : graph.buffers) {
       if (buffer.writer != k || buffer.spec.scope != buffer_scope::per_slot) continue;
       for (const std::size_t r : buffer.readers) {
         if (r != k) users.push_back(r);
       }
     }
-    graph.stages[k].fence = without_implied(graph, users);
+    latest_first(users);
   }
 }
 
@@ -139,7 +117,14 @@ void add_step_edges(stage_graph& graph, const pipeline_spec& spec) {
   for (std::size_t k = 0; k < spec.stages.size(); ++k) {
     if (!spec.stages[k].step) continue;
     if (k + 1 != spec.stages.size()) refuse(spec.stages[k].name, "the step stage must be the last stage");
-    for (std::size_t m = 0; m < k; ++m) add_edge(graph, {m, k, false});
+    for (std::size_t m = 0; m < k; ++m) add_eager(graph, m, k);
+  }
+}
+
+void order_eager_waits(stage_graph& graph) {
+  for (stage_node& stage : graph.stages) {
+    std::sort(stage.eager.begin(), stage.eager.end(),
+              [&](std::size_t a, std::size_t b) { return graph.edges[a].from > graph.edges[b].from; });
   }
 }
 
@@ -150,18 +135,6 @@ std::size_t stage_graph::find_buffer(std::string_view name) const {
     if (buffers[b].spec.name == name) return b;
   }
   return host_side;
-}
-
-std::vector<std::size_t> without_implied(const stage_graph& graph, std::vector<std::size_t> stages) {
-  std::sort(stages.begin(), stages.end());
-  stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
-  std::vector<std::size_t> kept;
-  for (const std::size_t m : stages) {
-    const bool implied = std::any_of(stages.begin(), stages.end(),
-                                     [&](std::size_t other) { return other != m && graph.stages[other].before[m]; });
-    if (!implied) kept.push_back(m);
-  }
-  return kept;
 }
 
 stage_graph build_graph(const pipeline_spec& spec) {
@@ -200,11 +173,9 @@ stage_graph build_graph(const pipeline_spec& spec) {
   }
   add_step_edges(graph, spec);
   connect_signals(graph, spec);
-  close_orderings(graph);
-  drop_implied_waits(graph);
   add_fences(graph);
-  std::sort(graph.result_writers.begin(), graph.result_writers.end());
-  graph.result_writers.erase(std::unique(graph.result_writers.begin(), graph.result_writers.end()), graph.result_writers.end());
+  order_eager_waits(graph);
+  latest_first(graph.result_writers);
   return graph;
 }
 

@@ -29,16 +29,24 @@ struct edge {
   bool previous_batch = false;
 };
 
+/// An input the stage waits for when its body first asks for it (stage_context::buffer), so that
+/// work enqueued before that point overlaps the producer: an edge, or a signal of the producer.
+struct lazy_input {
+  std::size_t buffer = 0;
+  std::size_t edge = host_side;    // host_side: ordered by `signal` instead
+  std::size_t signal = host_side;
+};
+
 struct stage_node {
-  std::vector<std::size_t> waits;    // edges this stage waits for (implied ones left out)
+  std::vector<std::size_t> eager;    // edges waited before the body, latest stage first
+  std::vector<lazy_input> inputs;
   std::vector<std::size_t> records;  // edges this stage records after its body
   /// Stages whose batch i-depth must be done before this stage of batch i rewrites its per-slot
-  /// outputs (the slot fence; implied ones left out).
+  /// outputs (the slot fence), latest stage first.
   std::vector<std::size_t> fence;
-  std::vector<std::size_t> buffers;  // declared inputs and outputs
+  std::vector<std::size_t> buffers;  // every buffer the stage may touch
   std::vector<std::size_t> publishes;
   std::vector<std::size_t> waits_for;
-  std::vector<bool> before;  // before[m]: stage m's work of the same batch is ordered before this one's end
 };
 
 struct stage_graph {
@@ -47,6 +55,7 @@ struct stage_graph {
   std::vector<stage_node> stages;
   std::vector<std::string> signals;
   std::vector<std::vector<std::size_t>> signal_buffers;  // [signal]: the buffers it covers
+  std::vector<std::size_t> publisher;                     // [signal]: its stage
   std::size_t staging = host_side;          // buffer index of the staging buffer
   std::vector<std::size_t> result_writers;  // stages with pinned per-slot outputs (host-read)
 
@@ -55,9 +64,5 @@ struct stage_graph {
 
 /// Throws usage_error naming the stage and what is wrong.
 [[nodiscard]] stage_graph build_graph(const pipeline_spec& spec);
-
-/// The fewest of `stages` whose done events cover them all: a stage ordered before another one
-/// of the list is left out.
-[[nodiscard]] std::vector<std::size_t> without_implied(const stage_graph& graph, std::vector<std::size_t> stages);
 
 }  // namespace streamsafe::pipeline::detail

@@ -51,6 +51,34 @@ TEST_P(PipelineTraining, TheStepRunsAfterEveryStageOfItsSlot) {
   }
 }
 
+// The step stage reads nothing of "metrics" (starved), yet runs after it: the step follows every
+// stage of its slot, not only those it reads.
+TEST_P(PipelineTraining, TheStepFollowsAStageItDoesNotRead) {
+  std::vector<std::uint32_t> metrics_done(batches, 0);
+  std::vector<std::uint32_t> step_saw(batches, 0);
+  pipeline::pipeline_spec spec;
+  spec.stages.push_back({.name = "metrics",
+                         .outputs = {{.name = "metrics", .bytes = 64}},
+                         .body =
+                             [&](pipeline::stage_context& ctx) {
+                               kernel note{.name = "metrics", .sim = [&, b = ctx.batch()] { metrics_done[b] = 1; }};
+                               ctx.launch(note, {}, {ctx.buffer("metrics")});
+                             },
+                         .stream = {.pacing = sim_pacing::starved}});
+  spec.stages.push_back({.name = "step",
+                         .outputs = {{.name = "weights", .bytes = 64, .scope = pipeline::buffer_scope::shared}},
+                         .body =
+                             [&](pipeline::stage_context& ctx) {
+                               kernel look{.name = "sgd", .sim = [&, b = ctx.batch()] { step_saw[b] = metrics_done[b]; }};
+                               ctx.launch(look, {}, {ctx.buffer("weights")});
+                             },
+                         .step = true});
+  caching_allocator allocator(device());
+  pipeline::pipeline steps(device(), allocator, std::move(spec));
+  (void)steps.run(batches);
+  for (std::size_t b = 0; b < batches; ++b) EXPECT_EQ(step_saw[b], 1u) << "batch " << b;
+}
+
 STREAMSAFE_ALL_BACKENDS(PipelineTraining);
 
 }  // namespace

@@ -31,8 +31,11 @@ class stage_context {
   [[nodiscard]] const std::string& stage() const noexcept;
   [[nodiscard]] StreamRef stream() const noexcept;
 
-  /// A buffer the stage declared (input or output) in this batch's slot (shared buffers: the one
-  /// copy). Any other name throws usage_error: reading what was not declared would be unordered.
+  /// A buffer the stage declared (input, output, or covered by a signal it waits for) in this
+  /// batch's slot (shared buffers: the one copy). Asking for an input is what orders the stage
+  /// after its producer: the stream waits there (once per batch, and not when already ordered), so
+  /// work enqueued before overlaps the producer. Access buffers only through this call. Any other
+  /// name throws usage_error: touching what was not declared would be unordered.
   [[nodiscard]] byte_span buffer(std::string_view name) const;
   template <typename T>
   [[nodiscard]] std::span<T> buffer_as(std::string_view name) const {
@@ -52,7 +55,8 @@ class stage_context {
   /// a later stage's wait_for(signal) orders its next work after the work enqueued so far.
   void publish(std::string_view signal);
   /// The stage's stream waits for `signal` (declared in `waits_for`) of this batch: the earlier
-  /// stage has published it, since stages are enqueued in order. Does not block the host.
+  /// stage has published it, since stages are enqueued in order. buffer() of a covered buffer
+  /// does this itself. Does not block the host.
   void wait_for(std::string_view signal);
 
   /// Blocks the host until the stage's work so far is done: a host sync the user asked for,
