@@ -110,6 +110,8 @@ run_session::run_session(pipeline::state& owner, run_mode mode) : owner_(owner),
   signal_clocks_.assign(graph.signals.size(), stage_clock(stages, 0));
   signal_seen_.assign(stages, std::vector<std::size_t>(graph.signals.size(), 0));
   published_.assign(graph.signals.size(), host_side);
+  init_seen_.assign(stages, std::vector<bool>(stages, false));
+  for (std::size_t k = 0; k < stages; ++k) initialized_.push_back(owner.events.acquire());
   staged_.resize(depth);
   if (graph.staging != host_side) producers_.emplace(std::max<std::size_t>(owner.spec.host_threads, 1));
 }
@@ -140,6 +142,7 @@ run_stats run_session::run(std::size_t batches) {
   const allocator_stats before = owner_.allocator.stats();
   const std::size_t events_before = owner_.events.created_count();
   const auto start = std::chrono::steady_clock::now();
+  initialize_stages();
   for (std::size_t j = 0; j < std::min(depth, batches); ++j) start_producer(j);
   for (std::size_t i = 0; i < batches; ++i) {
     if (i >= depth) deliver(i - depth);
@@ -154,6 +157,10 @@ run_stats run_session::run(std::size_t batches) {
   run_stats stats;
   stats.batches = batches;
   stats.loop_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  if (result_times_.size() == 2 && batches > 1) {
+    stats.step_us = std::chrono::duration<double, std::micro>(result_times_[1] - result_times_[0]).count() /
+                    static_cast<double>(batches - 1);
+  }
   count_loop(before, owner_.allocator.stats(), stats);
   stats.loop_events_created = owner_.events.created_count() - events_before;
   stats.events = depth * (owner_.graph.edges.size() + owner_.graph.stages.size() + owner_.graph.signals.size());
@@ -211,7 +218,11 @@ void run_session::deliver(std::size_t batch) {
     attributed(batch, stage_name(writer), [&] { fence_wait(events_[slot].done[writer]); });
     host_saw(writer, batch);
   }
-  if (owner_.graph.result_writers.empty() || !owner_.spec.on_result) return;
+  if (owner_.graph.result_writers.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (result_times_.size() < 2) result_times_.push_back(now);
+  result_times_.back() = now;
+  if (!owner_.spec.on_result) return;
   auto lookup = [this, slot](std::string_view name) -> const_byte_span {
     const std::size_t b = owner_.graph.find_buffer(name);
     if (b == host_side || owner_.graph.buffers[b].spec.place != memory_place::pinned ||
@@ -256,7 +267,29 @@ void run_session::wait_input(std::size_t stage, std::size_t batch, const lazy_in
     wait_end(stage, in.from, batch, events_[slot_of(batch)].edges[input.edge]);
   } else if (batch > 0) {
     wait_end(stage, in.from, batch - 1, events_[slot_of(batch - 1)].edges[input.edge]);
+  } else {
+    wait_initialized(stage, in.from);
   }
+}
+
+// Before the first batch: each stage's initialize, on its stream, then its event.
+void run_session::initialize_stages() {
+  for (std::size_t k = 0; k < owner_.streams.size(); ++k) {
+    if (!owner_.spec.stages[k].initialize) continue;
+    attributed(0, stage_name(k), [&] {
+      initializing_ = true;
+      stage_context context(*this, k, 0, 0);
+      owner_.spec.stages[k].initialize(context);
+      initializing_ = false;
+      initialized_[k].record(owner_.streams[k]);
+    });
+  }
+}
+
+void run_session::wait_initialized(std::size_t stage, std::size_t writer) {
+  if (!owner_.spec.stages[writer].initialize || init_seen_[stage][writer]) return;
+  owner_.streams[stage].wait(initialized_[writer]);
+  init_seen_[stage][writer] = true;
 }
 
 void run_session::wait_signal(std::size_t stage, std::size_t batch, std::size_t signal) {
@@ -311,6 +344,10 @@ byte_span run_session::declared(std::size_t stage, std::size_t slot, std::size_t
   const stage_node& node = owner_.graph.stages[stage];
   for (const std::size_t b : node.buffers) {
     if (owner_.graph.buffers[b].spec.name != name) continue;
+    if (initializing_ && owner_.graph.buffers[b].writer != stage) {
+      throw usage_error("pipeline: stage '" + stage_name(stage) + "': initialize may touch only the stage's outputs, not '" +
+                        std::string(name) + "'");
+    }
     for (const lazy_input& input : node.inputs) {
       if (input.buffer == b) wait_input(stage, batch, input);
     }

@@ -76,6 +76,8 @@ class run_session {
   void wait_input(std::size_t stage, std::size_t batch, const lazy_input& input);
   void wait_signal(std::size_t stage, std::size_t batch, std::size_t signal);
   void host_saw(std::size_t stage, std::size_t batch);
+  void initialize_stages();
+  void wait_initialized(std::size_t stage, std::size_t writer);
   [[nodiscard]] std::vector<std::size_t> host_fence() const;
   [[nodiscard]] std::size_t signal_index(std::size_t stage, std::string_view signal, bool publishing) const;
   void drain() noexcept;
@@ -103,6 +105,10 @@ class run_session {
   std::atomic<std::uint64_t> fence_waits_{0};
   std::atomic<std::uint64_t> fence_waits_blocked_{0};
   std::uint64_t requested_syncs_ = 0;
+  bool initializing_ = false;
+  std::vector<PooledEvent> initialized_;         // [stage]: recorded after its initialize
+  std::vector<std::vector<bool>> init_seen_;     // [stage][writer]: waited for its initialize
+  std::vector<std::chrono::steady_clock::time_point> result_times_;  // first and last results seen
   std::optional<host_pool> producers_;
 };
 

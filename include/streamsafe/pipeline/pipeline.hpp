@@ -92,8 +92,12 @@ struct run_stats {
   /// Events created after setup (0 by construction: every record reuses a pooled event).
   std::uint64_t loop_events_created = 0;
   std::uint64_t events = 0;  ///< pooled events the run used
-  /// Host wall time from the first batch's enqueue to the last batch's fence.
+  /// Host wall time from the first batch's enqueue to the end of the last batch's work.
   double loop_us = 0;
+  /// The steady step: the time between the host seeing the first and the last batch's results,
+  /// over the batches between (0 without results, or with fewer than two batches). Leaves out
+  /// the ramp (the first batch's latency) that loop_us includes.
+  double step_us = 0;
 };
 
 /// An error of a stage body, the producer, a fence (an asynchronous device error) or on_result,

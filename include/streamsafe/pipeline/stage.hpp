@@ -56,6 +56,10 @@ struct stage_spec {
   std::vector<std::string> waits_for;
   /// Enqueues the stage's work for one batch; runs on the pipeline's thread, in stage order.
   std::function<void(stage_context&)> body;
+  /// Optional: enqueues work once per run, before the first batch (initial weights). It may touch
+  /// only the stage's outputs (slot 0's copy of per-slot ones); readers of a shared output wait for
+  /// it in batch 0, as they wait for the previous batch's write later.
+  std::function<void(stage_context&)> initialize;
   stage_resource resource = stage_resource::compute;
   /// The step stage (an optimizer step): ordered after every other stage's work of the same slot.
   /// At most one, and it must be the last stage.
