@@ -186,6 +186,11 @@ stage_spec step_stage(const training_options& options, std::size_t bytes, traini
                                          batch_value(ctx.batch()), &seen.reduced[ctx.batch()]),
                            {ctx.buffer("reduced0"), ctx.buffer("reduced1")}, {ctx.buffer("weights")});
               },
+          .initialize =
+              [](stage_context& ctx) {
+                const auto weights = ctx.buffer_as<std::uint32_t>("weights");
+                ctx.launch(demo::fill_kernel(weights.data(), weights.size(), initial_weight), {}, {ctx.buffer("weights")});
+              },
           .step = true,
           .stream = {.pacing = options.step}};
 }

@@ -40,9 +40,11 @@ struct ring_observations {
 /// grad0, then grad1; publishes "grad0" between the two), sync (waits for "grad0" and reduces it
 /// while compute still runs, then reduces grad1 after compute ends), step (the step stage: writes
 /// the weights, batch b + 1 everywhere). What each kernel read, per batch (sim only):
+inline constexpr std::uint32_t initial_weight = 1000;  // what the step stage's initialize writes
+
 struct training_observations {
   explicit training_observations(std::size_t batches) : weights(batches, 0), grad0(batches, 0), reduced(batches, 0) {}
-  std::vector<std::uint32_t> weights;  // compute's view of the weights: b for batch b >= 1
+  std::vector<std::uint32_t> weights;  // compute's view of the weights: initial_weight, then b for batch b
   std::vector<std::uint32_t> grad0;    // sync's view of grad0: raw + weights
   std::vector<std::uint32_t> reduced;  // step's view of reduced0 and reduced1 (mixed if they differ)
 };

@@ -37,9 +37,11 @@ TEST_P(PipelineTraining, ASignalOrdersTheBucketItCovers) {
   }
 }
 
-// step starved: without the wait on the previous step, compute reads last-but-one's weights.
+// step starved: without the wait on the previous step, compute reads last-but-one's weights;
+// without the wait on the step's initialize, batch 0 reads weights never written.
 TEST_P(PipelineTraining, ComputeReadsTheWeightsOfThePreviousStep) {
   const training_observations seen = run_training({.step = sim_pacing::starved});
+  EXPECT_EQ(seen.weights[0], initial_weight);
   for (std::size_t b = 1; b < batches; ++b) EXPECT_EQ(seen.weights[b], static_cast<std::uint32_t>(b)) << "batch " << b;
 }
 
