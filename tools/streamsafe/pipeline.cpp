@@ -133,9 +133,11 @@ measurement measure(const Device& device, caching_allocator& allocator, demo::tr
   const monitor::usage_report start = collector.usage();
   (void)measured.run(alone_steps, pipeline::run_mode::alone);
   const monitor::usage_report alone = collector.usage();
-  const auto progress = progress_line("pipeline", 1, std::to_string(setup.steps) + " steps");
+  const auto progress = progress_line("pipeline", setup.steps, std::to_string(setup.steps) + " steps");
+  if (progress) training.on_batch([&progress](std::size_t batch) { progress(batch + 1); });
   m.loop = measured.run(setup.steps);
-  if (progress) progress(1), std::cerr << '\n';
+  training.on_batch(nullptr);
+  if (progress) std::cerr << '\n';
   const monitor::usage_report overlapped = collector.usage();
   const std::vector<double> alone_us = busy_per_step(start, alone, measured, alone_steps);
   const std::vector<double> busy_us = busy_per_step(alone, overlapped, measured, setup.steps);

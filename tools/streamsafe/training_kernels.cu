@@ -13,7 +13,7 @@ namespace {
 __constant__ float channel_mean[3] = {0.485f, 0.456f, 0.406f};
 __constant__ float channel_std[3] = {0.229f, 0.224f, 0.225f};
 
-__global__ void preprocess_kernel(const std::uint8_t* in, float* out, image_shape shape) {
+__global__ void preprocess_device(const std::uint8_t* in, float* out, image_shape shape) {
   const std::size_t total = shape.images * shape.height * shape.width * 3;
   const std::size_t row = shape.width * 3;
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
@@ -26,7 +26,7 @@ __global__ void preprocess_kernel(const std::uint8_t* in, float* out, image_shap
 }
 
 // One block per (image, feature): a tree sum over the feature's chunk.
-__global__ void pool_kernel(const float* pixels, float* features, std::size_t per_image, std::size_t hidden) {
+__global__ void pool_device(const float* pixels, float* features, std::size_t per_image, std::size_t hidden) {
   __shared__ float partial[256];
   const std::size_t chunk = per_image / hidden;
   const std::size_t n = blockIdx.x / hidden;
@@ -43,18 +43,18 @@ __global__ void pool_kernel(const float* pixels, float* features, std::size_t pe
   if (threadIdx.x == 0) features[blockIdx.x] = partial[0] / static_cast<float>(chunk);
 }
 
-__global__ void relu_kernel(float* x, std::size_t count) {
+__global__ void relu_device(float* x, std::size_t count) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) x[i] = fmaxf(x[i], 0.0f);
 }
 
-__global__ void relu_backward_kernel(float* delta, const float* activation, std::size_t count) {
+__global__ void relu_backward_device(float* delta, const float* activation, std::size_t count) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
     if (activation[i] <= 0.0f) delta[i] = 0.0f;
   }
 }
 
 // One block: the loss is one number, and a single block needs no zeroed accumulator.
-__global__ void loss_kernel(const float* out, float* delta, float* loss, std::size_t count, std::size_t rows) {
+__global__ void loss_device(const float* out, float* delta, float* loss, std::size_t count, std::size_t rows) {
   __shared__ float partial[1024];
   float sum = 0;
   for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
@@ -70,11 +70,11 @@ __global__ void loss_kernel(const float* out, float* delta, float* loss, std::si
   if (threadIdx.x == 0) loss[0] = partial[0] / (2.0f * static_cast<float>(rows));
 }
 
-__global__ void sgd_kernel(float* w, const float* grad, std::size_t count, float rate) {
+__global__ void sgd_device(float* w, const float* grad, std::size_t count, float rate) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) w[i] -= rate * grad[i];
 }
 
-__global__ void init_kernel(float* w, std::size_t count) {
+__global__ void init_device(float* w, std::size_t count) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
     w[i] = 0.01f * static_cast<float>(i % 7) - 0.02f;
   }
@@ -94,11 +94,11 @@ void check_blas(cublasStatus_t status, const char* call) {
 }  // namespace
 
 void preprocess(native_stream stream, const std::uint8_t* in, float* out, image_shape shape) {
-  preprocess_kernel<<<blocks_for(shape.pixels()), 256, 0, stream>>>(in, out, shape);
+  preprocess_device<<<blocks_for(shape.pixels()), 256, 0, stream>>>(in, out, shape);
 }
 
 void pool(native_stream stream, const float* pixels, float* features, image_shape shape, std::size_t hidden) {
-  pool_kernel<<<static_cast<unsigned>(shape.images * hidden), 256, 0, stream>>>(pixels, features, shape.per_image(), hidden);
+  pool_device<<<static_cast<unsigned>(shape.images * hidden), 256, 0, stream>>>(pixels, features, shape.per_image(), hidden);
 }
 
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS gets B first.
@@ -115,21 +115,21 @@ void gemm(native_stream stream, void* blas, const float* a, const float* b, floa
              "cublasSgemm");
 }
 
-void relu(native_stream stream, float* x, std::size_t count) { relu_kernel<<<blocks_for(count), 256, 0, stream>>>(x, count); }
+void relu(native_stream stream, float* x, std::size_t count) { relu_device<<<blocks_for(count), 256, 0, stream>>>(x, count); }
 
 void relu_backward(native_stream stream, float* delta, const float* activation, std::size_t count) {
-  relu_backward_kernel<<<blocks_for(count), 256, 0, stream>>>(delta, activation, count);
+  relu_backward_device<<<blocks_for(count), 256, 0, stream>>>(delta, activation, count);
 }
 
 void loss(native_stream stream, const float* out, float* delta, float* loss_value, std::size_t count, std::size_t rows) {
-  loss_kernel<<<1, 1024, 0, stream>>>(out, delta, loss_value, count, rows);
+  loss_device<<<1, 1024, 0, stream>>>(out, delta, loss_value, count, rows);
 }
 
 void sgd(native_stream stream, float* w, const float* grad, std::size_t count, float rate) {
-  sgd_kernel<<<blocks_for(count), 256, 0, stream>>>(w, grad, count, rate);
+  sgd_device<<<blocks_for(count), 256, 0, stream>>>(w, grad, count, rate);
 }
 
-void init(native_stream stream, float* w, std::size_t count) { init_kernel<<<blocks_for(count), 256, 0, stream>>>(w, count); }
+void init(native_stream stream, float* w, std::size_t count) { init_device<<<blocks_for(count), 256, 0, stream>>>(w, count); }
 
 void* create_blas() {
   cublasHandle_t handle = nullptr;

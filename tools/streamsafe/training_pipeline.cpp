@@ -62,7 +62,10 @@ pipeline::pipeline_spec training_step::spec(std::size_t depth) {
   spec.depth = depth;
   spec.staging = buffer_spec{.name = "staging", .bytes = shape.pixels(), .place = memory_place::pinned};
   spec.producer = [shape, depth](std::size_t batch, pipeline::byte_span staging) { fill_images(batch, staging, shape, depth); };
-  spec.on_result = [this](const pipeline::result_view& result) { last_loss_ = result.buffer_as<float>("loss_host")[0]; };
+  spec.on_result = [this](const pipeline::result_view& result) {
+    last_loss_ = result.buffer_as<float>("loss_host")[0];
+    if (progress_) progress_(result.batch());
+  };
   spec.stages.push_back({.name = "h2d",
                          .inputs = {"staging"},
                          .outputs = {{.name = "images", .bytes = shape.pixels()}},

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,8 @@ class training_step {
   [[nodiscard]] const training_config& config() const { return config_; }
   /// The loss of the last batch the host read (after its slot's fence).
   [[nodiscard]] float last_loss() const { return last_loss_; }
+  /// Called with each batch whose results the host read (a progress line); empty: nothing.
+  void on_batch(std::function<void(std::size_t batch)> progress) { progress_ = std::move(progress); }
 
  private:
   [[nodiscard]] pipeline::stage_spec compute_stage();
@@ -44,6 +47,7 @@ class training_step {
   training_config config_;
   blas_handle blas_;
   float last_loss_ = 0;
+  std::function<void(std::size_t)> progress_;
 };
 
 }  // namespace streamsafe::demo
