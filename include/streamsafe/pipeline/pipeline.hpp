@@ -2,14 +2,18 @@
 // the pipeline (docs/pipeline.md).
 //
 // Ordering. Batch i uses slot i % depth. In each batch the stages are enqueued in their order,
-// each on its own stream; a stage's stream waits, on the device, for the pooled event that each
-// stage it reads from recorded after its body in the same slot (one event per slot and edge). A
-// shared buffer's readers in batch i wait for its writer's batch i-1. The step stage waits for
-// every other stage of its slot. Slot fences: a stage rewrites a per-slot buffer of batch i only
-// after every stage that used it in batch i - depth signalled (device waits), the producer
-// rewrites a staging slot only after the stages that read it signalled (a host wait on their
-// events, on a pool thread), and the host reads a slot's results only after their writers
-// signalled. Nothing else blocks the host, except stage_context::synchronize.
+// each on its own stream. When a stage body first asks for an input (stage_context::buffer), the
+// stage's stream waits, on the device, for the pooled event its producer recorded after its body
+// in the same slot (one event per slot and edge); a shared buffer's readers in batch i wait for
+// its writer's batch i-1 (batch 0: its initialize); a signal's buffers wait for the signal. The
+// step stage waits for every other stage of its slot before its body. Slot fences: a stage
+// rewrites a per-slot buffer of batch i only after every stage that used it in batch i - depth
+// signalled (device waits), the producer rewrites a staging slot only after the stages that read
+// it signalled (a host wait on their events, on a pool thread), and the host reads a slot's
+// results only after their writers signalled. Without producer and results, the host waits for
+// batch i - depth before enqueuing batch i (backpressure). A wait already implied (by the
+// stream's own order, an earlier wait, or what the host saw done) is not enqueued. Nothing else
+// blocks the host, except stage_context::synchronize.
 // Lifetime. run() allocates every buffer (device memory from the caching allocator, pinned host
 // memory from the device) and every event (from a pool) before the first batch and frees them
 // after the last, once all streams are drained: the loop allocates and frees nothing, and
