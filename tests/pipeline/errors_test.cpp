@@ -79,7 +79,8 @@ TEST_P(PipelineErrors, TheSamePipelineRunsAgainAfterAFailure) {
 TEST_P(PipelineErrors, ACudaErrorKeepsItsTypeAsTheCause) {
   caching_allocator allocator(device());
   ring_observations seen(batches);
-  pipeline::pipeline_spec spec = ring_spec({}, seen);
+  const ring_options options;
+  pipeline::pipeline_spec spec = ring_spec(options, seen);
   spec.stages[1].body = [](pipeline::stage_context& ctx) {
     if (ctx.batch() == 2) throw cuda_error("cudaLaunchKernel(scale): an illegal memory access", 700);
   };
@@ -97,7 +98,8 @@ TEST_P(PipelineErrors, ACudaErrorKeepsItsTypeAsTheCause) {
 TEST_P(PipelineErrors, AnUndeclaredBufferNameIsRefusedWithTheStage) {
   caching_allocator allocator(device());
   ring_observations seen(batches);
-  pipeline::pipeline_spec spec = ring_spec({}, seen);
+  const ring_options options;
+  pipeline::pipeline_spec spec = ring_spec(options, seen);
   spec.stages[2].body = [](pipeline::stage_context& ctx) { ctx.copy("result", "raw"); };
   pipeline::pipeline ring(device(), allocator, std::move(spec));
   try {
@@ -125,34 +127,35 @@ class PipelineValidation : public ::testing::Test {
     }
   }
   ring_observations seen{1};
+  ring_options defaults;
 };
 
 TEST_F(PipelineValidation, AnInputNobodyWrites) {
-  pipeline::pipeline_spec spec = ring_spec({}, seen);
+  pipeline::pipeline_spec spec = ring_spec(defaults, seen);
   spec.stages[1].inputs.push_back("weights");
   expect_refused(std::move(spec), "stage 'scale': reads 'weights', which no stage writes");
 }
 
 TEST_F(PipelineValidation, AnInputOfALaterStage) {
-  pipeline::pipeline_spec spec = ring_spec({}, seen);
+  pipeline::pipeline_spec spec = ring_spec(defaults, seen);
   spec.stages[0].inputs.push_back("scaled");
   expect_refused(std::move(spec), "stage 'upload': reads 'scaled', written by a later stage");
 }
 
 TEST_F(PipelineValidation, TwoWriters) {
-  pipeline::pipeline_spec spec = ring_spec({}, seen);
+  pipeline::pipeline_spec spec = ring_spec(defaults, seen);
   spec.stages[2].outputs.push_back({.name = "raw", .bytes = 64});
   expect_refused(std::move(spec), "buffer 'raw' has two writers");
 }
 
 TEST_F(PipelineValidation, AStepStageThatIsNotLast) {
-  pipeline::pipeline_spec spec = ring_spec({}, seen);
+  pipeline::pipeline_spec spec = ring_spec(defaults, seen);
   spec.stages[1].step = true;
   expect_refused(std::move(spec), "the step stage must be the last stage");
 }
 
 TEST_F(PipelineValidation, AWaitForASignalNobodyPublishes) {
-  pipeline::pipeline_spec spec = ring_spec({}, seen);
+  pipeline::pipeline_spec spec = ring_spec(defaults, seen);
   spec.stages[2].waits_for.push_back("bucket0");
   expect_refused(std::move(spec), "waits for 'bucket0', which no earlier stage publishes");
 }

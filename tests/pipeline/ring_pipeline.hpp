@@ -34,7 +34,10 @@ struct ring_observations {
   std::vector<std::size_t> result_order;
 };
 
+/// The stages read `options` when they run (a test may change scale_throws_at between runs), so
+/// it must outlive the pipeline: a temporary is refused.
 [[nodiscard]] pipeline::pipeline_spec ring_spec(const ring_options& options, ring_observations& seen);
+pipeline::pipeline_spec ring_spec(ring_options&& options, ring_observations& seen) = delete;
 
 /// A training step on four stages: upload (staging -> raw), compute (raw and the shared weights ->
 /// grad0, then grad1; publishes "grad0" between the two), sync (waits for "grad0" and reduces it
