@@ -229,8 +229,8 @@ int run_pipeline(const std::vector<std::string>& argv) {
     return 0;
   }
   const pipeline_setup setup = setup_of(parsed);
+  const Device device = device_for(setup.backend);  // first: a missing GPU is the error to report
   demo::training_step training(demo::training_config_for(setup.config, setup.backend), setup.backend);
-  const Device device = device_for(setup.backend);
   caching_allocator allocator(device);
   const hazard_summary hazards = setup.check ? check_hazards(device, allocator, training, setup.depth) : hazard_summary{};
   monitor::collector collector(device);
