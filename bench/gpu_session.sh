@@ -2,7 +2,7 @@
 # Runs the GPU test suites, the demo and the benchmarks on a machine with a GPU, from binaries
 # built elsewhere (bench/stage_gpu_binaries.sh) and carried in .device-build/. Every output goes
 # to $OUT (the device tool brings it back); results are then committed under bench/results/.
-#   usage: bench/gpu_session.sh [PART...]   (parts: tests demo, or BENCH for bin/BENCH_bench; default: tests demo runtime alloc hazard_step monitor_collector)
+#   usage: bench/gpu_session.sh [PART...]   (parts: tests demo pipeline, or BENCH for bin/BENCH_bench; default: tests demo runtime alloc hazard_step monitor_collector)
 set -uo pipefail
 bin=.device-build/bin
 export LD_LIBRARY_PATH="$PWD/.device-build/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -25,7 +25,8 @@ for part in $parts; do
       for name in runtime_semantics_test runtime_sim_scheduler_test runtime_threaded_test runtime_observer_test runtime_adopt_stream_test \
                   alloc_rules_test alloc_reuse_test alloc_lifetime_test alloc_soak_test alloc_thread_stress_test alloc_repeat_plan_test \
                   hazard_tracker_tests hazard_tracker_query_tests hazard_tracked_allocator_tests \
-                  hazard_tracker_threaded_tests monitor_collector_tests monitor_cupti_backoff_test; do
+                  hazard_tracker_threaded_tests monitor_collector_tests monitor_cupti_backoff_test \
+                  pipeline_ordering_test pipeline_errors_test; do
         t="$bin/$name"
         [ -x "$t" ] || continue
         name=$(basename "$t")
@@ -37,6 +38,13 @@ for part in $parts; do
       "$bin/streamsafe" demo --backend cuda --trials 20 --out "$out" >> "$out/demo.txt" 2>&1
       for seed in 1 2 3; do "$bin/streamsafe" demo --backend cuda --json --trials 20 --seed $seed --out /tmp >> "$out/demo.txt" 2>&1; done
       tail -4 "$out/demo.txt" ;;
+    pipeline)
+      # The stage pipeline's synthetic training step in each config: checked, then measured.
+      for config in copy_bound sm_bound balanced; do
+        "$bin/streamsafe" pipeline --backend cuda --config $config --steps 200 --check --json --out "$out/pipeline-$config" \
+          > "$out/pipeline-$config.json" 2> "$out/pipeline-$config.err"
+        echo "pipeline $config: exit $? $(cat "$out/pipeline-$config.json")"
+      done ;;
     *)
       [ -x "$bin/${part}_bench" ] || { echo "no ${part}_bench"; continue; }
       # Interleaved repetitions: ours and the raw calls see the same machine state.

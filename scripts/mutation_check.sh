@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Applies safety-critical edits to the allocator, one at a time, to a scratch copy of the tree,
-# and requires each to make some allocator test fail (docs/mutation_check.md lists them and the
+# Applies safety-critical edits to the allocator and the pipeline, one at a time, to a scratch copy of the tree,
+# and requires each to make some test fail (docs/mutation_check.md lists them and the
 # tests that catch them). An edit that every test survives, or whose text is no longer in its
 # file (the list would otherwise rot silently), fails the script.
 #
@@ -102,6 +102,26 @@ mutation_in alloc_soak_test:AllocatorSoak.ExpandableSegmentsMovingEveryFreeChunk
   'if (!moved.empty()) context_.memory.give_back(pool, moved, true);' \
   'if (!moved.empty()) context_.memory.give_back(pool, moved, false);'
 
+# The pipeline's hand-offs (tests/pipeline): each edit drops one ordering the pipeline inserts,
+# and the test that starves the stream on the losing side sees another batch's bytes.
+session=src/pipeline/run_session.cpp
+mutation_in pipeline_ordering_test:*ConsumerWaitsForTheProducersEdge* pipeline-skips-edge-wait "$session" \
+  '    wait_end(stage, in.from, batch, events_[slot_of(batch)].edges[input.edge]);' ''
+mutation_in pipeline_ordering_test:*SlotFence* pipeline-skips-slot-fence "$session" \
+  'for (const std::size_t user : graph.stages[stage].fence) wait_end(stage, user, batch - depth, events_[slot].done[user]);' ';'
+mutation_in pipeline_ordering_test:*ProducerNeverWrites* pipeline-producer-skips-fence "$session" \
+  'for (const std::size_t reader : graph.buffers[graph.staging].readers) fence_wait(events_[slot].done[reader]);' ';'
+mutation_in pipeline_ordering_test:*ResultsAreReadOnlyAfter* pipeline-reads-results-before-fence "$session" \
+  'attributed(batch, stage_name(writer), [&] { fence_wait(events_[slot].done[writer]); });' ';'
+mutation_in pipeline_training_test:*ASignalOrders* pipeline-skips-signal-wait "$session" \
+  '  owner_.streams[stage].wait(events_[slot_of(batch)].signals[signal]);' ''
+mutation_in pipeline_training_test:*ComputeReadsTheWeights* pipeline-skips-previous-step "$session" \
+  '    wait_end(stage, in.from, batch - 1, events_[slot_of(batch - 1)].edges[input.edge]);' ''
+mutation_in pipeline_training_test:*ComputeReadsTheWeights* pipeline-skips-initialize-wait "$session" \
+  '  owner_.streams[stage].wait(initialized_[writer]);' ''
+mutation_in pipeline_training_test:*TheStepFollows* pipeline-step-skips-unread-stages "$session" \
+  'for (const std::size_t e : graph.stages[stage].eager) wait_end(stage, graph.edges[e].from, batch, events_[slot].edges[e]);' ';'
+
 selected=()
 is_selected() {
   [ ${#selected[@]} -eq 0 ] && return 0
@@ -152,6 +172,13 @@ build_tests() {
   cmake --build "$build" -j "$jobs" --target "${@%%:*}" > "$scratch/build.log" 2>&1
 }
 
+# test_binary NAME: the path of a test binary of the build (tests/alloc, tests/pipeline, ...).
+test_binary() {
+  local found
+  for found in "$build"/tests/*/"$1"; do [ -x "$found" ] && { echo "$found"; return; }; done
+  echo "$build/tests/alloc/$1"
+}
+
 # run_tests BINARY...: runs them; prints the failing tests (or, after a crash, the test that was
 # running). Returns 0 when every test passed.
 run_tests() {
@@ -160,7 +187,7 @@ run_tests() {
     status=0
     filter=*
     [[ $binary == *:* ]] && filter=${binary#*:}
-    timeout "$test_timeout" "$build/tests/alloc/${binary%%:*}" --gtest_filter="$filter" > "$scratch/test.log" 2>&1 || status=$?
+    timeout "$test_timeout" "$(test_binary "${binary%%:*}")" --gtest_filter="$filter" > "$scratch/test.log" 2>&1 || status=$?
     [ "$status" -eq 0 ] && continue
     failed=$(sed -n '/^\[  FAILED  \] [0-9]* tests\{0,1\},/d; s/^\[  FAILED  \] \([^ ,]*\)[ ,].*/\1/p' "$scratch/test.log" | sort -u | head -4 | paste -sd ' ' -)
     if [ -z "$failed" ]; then

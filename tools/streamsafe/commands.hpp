@@ -11,5 +11,6 @@ int run_demo(const std::vector<std::string>& argv);    // demo.cpp
 int run_check(const std::vector<std::string>& argv);   // check.cpp
 int run_replay(const std::vector<std::string>& argv);  // replay.cpp
 int run_report(const std::vector<std::string>& argv);  // report.cpp
+int run_pipeline(const std::vector<std::string>& argv);  // pipeline.cpp
 
 }  // namespace streamsafe::cli

@@ -21,6 +21,7 @@ constexpr subcommand subcommands[] = {
     {"check", streamsafe::cli::run_check, "run the hazard engine over a recorded op log"},
     {"replay", streamsafe::cli::run_replay, "replay an allocation trace through the caching allocator"},
     {"report", streamsafe::cli::run_report, "analyse stream usage in a trace (ours or PyTorch's profiler)"},
+    {"pipeline", streamsafe::cli::run_pipeline, "a training step on the stage pipeline: bound, overlap, hazards"},
 };
 
 void print_version() {
@@ -31,7 +32,7 @@ void print_version() {
 void print_help() {
   std::cout << "usage: streamsafe <command> [options]   (streamsafe <command> --help for details)\n\ncommands:\n";
   for (const auto& cmd : subcommands) {
-    std::cout << "  " << cmd.name << std::string(8 - cmd.name.size(), ' ') << cmd.summary << '\n';
+    std::cout << "  " << cmd.name << std::string(10 - cmd.name.size(), ' ') << cmd.summary << '\n';
   }
   std::cout << "\n  --version   print the version and the compiled-in backends\n";
 }

@@ -1,0 +1,251 @@
+// streamsafe pipeline [--backend sim|cuda] [--config copy_bound|sm_bound|balanced] [--steps N]
+//                     [--depth D] [--json] [--out DIR] [--check]:
+// runs a synthetic four-stage training step (H2D copy of a uint8 batch, preprocess, an MLP's
+// forward and backward, an SGD step) on the pipeline, and prints each stage's time alone, the
+// bound, the measured step, the efficiency, the H2D rate, host syncs and allocations in the loop,
+// and the hazards the engine found. sim is always checked under the hazard engine (report mode);
+// cuda with --check. The checked run is a separate run before the measured ones, so the engine's
+// cost never enters the figures. On sim, every time is host time (sim kernels are host loops).
+// Exit 0: ran (whatever it found); 2: bad options; 3: a failure (named with its batch and stage).
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "progress_line.hpp"
+#include "streamsafe/alloc/caching_allocator.hpp"
+#include "streamsafe/device.hpp"
+#include "streamsafe/error.hpp"
+#include "streamsafe/hazard/hazard.hpp"
+#include "streamsafe/hazard/report_text.hpp"
+#include "streamsafe/hazard/tracker.hpp"
+#include "streamsafe/monitor/chrome_trace.hpp"
+#include "streamsafe/monitor/collector.hpp"
+#include "streamsafe/pipeline/bound.hpp"
+#include "streamsafe/pipeline/pipeline.hpp"
+#include "training_pipeline.hpp"
+
+namespace streamsafe::cli {
+
+namespace {
+
+const std::vector<option_spec> pipeline_options_spec = {
+    {"backend", true, "sim (default: no GPU needed) or cuda"},
+    {"config", true, "copy_bound, sm_bound or balanced (default balanced)"},
+    {"steps", true, "batches in the measured run (default 40 on sim, 200 on cuda)"},
+    {"depth", true, "ring slots: batches in flight (default 2)"},
+    {"json", false, "print one JSON object instead of text"},
+    {"out", true, "write pipeline.json and a Perfetto timeline of a few steps (pipeline_trace.json) there"},
+    {"check", false, "cuda: also run under the hazard engine (report mode) first; sim always does"},
+    {"help", false, "print this help"},
+};
+
+constexpr std::size_t alone_steps = 5;
+constexpr std::size_t checked_steps = 8;
+constexpr std::size_t traced_steps = 4;
+
+struct pipeline_setup {
+  backend_kind backend = backend_kind::sim;
+  std::string config;
+  std::size_t steps = 0;
+  std::size_t depth = 2;
+  bool check = false;
+  std::optional<std::string> out;
+};
+
+struct hazard_summary {
+  bool checked = false;
+  std::size_t hazards = 0;        // all but informational
+  std::size_t informational = 0;  // redundant or unrecorded waits
+  std::string report;             // the engine's words for each
+};
+
+struct measurement {
+  std::vector<pipeline::stage_time> stages;
+  pipeline::run_stats loop;
+  pipeline::bound_report bound;
+  double h2d_gbps = 0;
+  std::size_t collector_ops = 0;
+  bool collector_active = false;
+};
+
+pipeline_setup setup_of(const args& parsed) {
+  pipeline_setup setup;
+  const std::string backend = parsed.value_or("backend", "sim");
+  if (backend != "sim" && backend != "cuda") throw usage_error("streamsafe pipeline: --backend must be sim or cuda, not '" + backend + "'");
+  setup.backend = backend == "cuda" ? backend_kind::cuda : backend_kind::sim;
+  setup.config = parsed.value_or("config", "balanced");
+  setup.steps = parsed.unsigned_or("steps", setup.backend == backend_kind::cuda ? 200 : 40);
+  setup.depth = parsed.unsigned_or("depth", 2);
+  if (setup.steps < 2) throw usage_error("streamsafe pipeline: --steps must be at least 2");
+  if (setup.depth == 0) throw usage_error("streamsafe pipeline: --depth must be at least 1");
+  setup.check = parsed.has("check") || setup.backend == backend_kind::sim;
+  setup.out = parsed.value("out");
+  return setup;
+}
+
+// The sim device runs each stream on its own thread, so stages overlap as on a GPU.
+Device device_for(backend_kind backend) {
+  if (backend == backend_kind::cuda) return Device::cuda(0);
+  return Device::sim(sim_options{.memory_capacity = std::size_t{2} << 30, .mode = sim_mode::threaded});
+}
+
+hazard_summary check_hazards(const Device& device, caching_allocator& allocator, demo::training_step& training,
+                             std::size_t depth) {
+  hazard_summary summary{.checked = true};
+  hazard::tracker hazards(device, hazard::policy::report);
+  {
+    pipeline::pipeline checked(device, allocator, training.spec(depth), &hazards);
+    (void)checked.run(checked_steps);
+  }
+  for (const hazard::hazard& found : hazards.hazards()) {
+    ++(hazard::is_informational(found.kind) ? summary.informational : summary.hazards);
+    summary.report += hazard::describe(found) + "\n";
+  }
+  return summary;
+}
+
+// Busy time per stage stream between two usage reports, per step.
+std::vector<double> busy_per_step(const monitor::usage_report& before, const monitor::usage_report& after,
+                                  const pipeline::pipeline& measured, std::size_t steps) {
+  std::vector<double> busy(measured.stage_count(), 0);
+  for (std::size_t k = 0; k < measured.stage_count(); ++k) {
+    const std::string& name = measured.stream_of(k).name();
+    for (const monitor::stream_usage& s : after.streams) busy[k] += s.name == name ? s.busy_us : 0;
+    for (const monitor::stream_usage& s : before.streams) busy[k] -= s.name == name ? s.busy_us : 0;
+    busy[k] /= static_cast<double>(steps);
+  }
+  return busy;
+}
+
+measurement measure(const Device& device, caching_allocator& allocator, demo::training_step& training,
+                    const pipeline_setup& setup, monitor::collector& collector) {
+  measurement m;
+  m.collector_active = collector.status() == monitor::collector_status::active;
+  pipeline::pipeline measured(device, allocator, training.spec(setup.depth));
+  const monitor::usage_report start = collector.usage();
+  (void)measured.run(alone_steps, pipeline::run_mode::alone);
+  const monitor::usage_report alone = collector.usage();
+  const auto progress = progress_line("pipeline", setup.steps, std::to_string(setup.steps) + " steps");
+  if (progress) training.on_batch([&progress](std::size_t batch) { progress(batch + 1); });
+  m.loop = measured.run(setup.steps);
+  training.on_batch(nullptr);
+  if (progress) std::cerr << '\n';
+  const monitor::usage_report overlapped = collector.usage();
+  const std::vector<double> alone_us = busy_per_step(start, alone, measured, alone_steps);
+  const std::vector<double> busy_us = busy_per_step(alone, overlapped, measured, setup.steps);
+  for (std::size_t k = 0; k < measured.stage_count(); ++k) {
+    m.stages.push_back({measured.stage(k).name, measured.stage(k).resource, alone_us[k], busy_us[k]});
+  }
+  const double step_us = m.loop.step_us > 0 ? m.loop.step_us : m.loop.loop_us / static_cast<double>(setup.steps);
+  m.bound = pipeline::compute_bound(m.stages, step_us);
+  const double h2d_busy = m.stages.front().busy_us;
+  m.h2d_gbps = h2d_busy > 0 ? static_cast<double>(training.config().batch_bytes()) / (h2d_busy * 1e3) : 0;
+  m.collector_ops = collector.ops_seen();
+  return m;
+}
+
+std::string json_of(const pipeline_setup& setup, const Device& device, const demo::training_step& training,
+                    const measurement& m, const hazard_summary& hazards) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(3);
+  out << "{\"backend\":\"" << (setup.backend == backend_kind::cuda ? "cuda" : "sim") << "\",\"device\":\"" << device.name()
+      << "\",\"config\":\"" << setup.config << "\",\"steps\":" << setup.steps << ",\"depth\":" << setup.depth
+      << ",\"step_us\":" << m.bound.step_us << ",\"loop_us\":" << m.loop.loop_us << ",\"bound_us\":" << m.bound.bound_us
+      << ",\"bound_resource\":\"" << pipeline::resource_name(m.bound.limit) << "\",\"h2d_us\":" << m.bound.h2d_us
+      << ",\"sm_us\":" << m.bound.sm_us << ",\"efficiency\":" << m.bound.efficiency << ",\"h2d_gbps\":" << m.h2d_gbps
+      << ",\"batch_bytes\":" << training.config().batch_bytes() << ",\"loop_allocations\":" << m.loop.loop_allocations
+      << ",\"loop_frees\":" << m.loop.loop_frees << ",\"loop_host_syncs\":" << m.loop.loop_host_syncs
+      << ",\"fence_waits\":" << m.loop.fence_waits << ",\"fence_waits_blocked\":" << m.loop.fence_waits_blocked
+      << ",\"loop_events_created\":" << m.loop.loop_events_created << ",\"events\":" << m.loop.events
+      << ",\"checked\":" << (hazards.checked ? "true" : "false") << ",\"hazards\":" << hazards.hazards
+      << ",\"informational_findings\":" << hazards.informational << ",\"collector_active\":"
+      << (m.collector_active ? "true" : "false") << ",\"last_loss\":" << training.last_loss() << ",\"stages\":[";
+  for (std::size_t k = 0; k < m.stages.size(); ++k) {
+    const pipeline::stage_time& s = m.stages[k];
+    out << (k == 0 ? "" : ",") << "{\"name\":\"" << s.name << "\",\"stream\":\"" << s.name << "\",\"resource\":\""
+        << pipeline::resource_name(s.resource) << "\",\"alone_us\":" << s.alone_us << ",\"busy_us\":" << s.busy_us << "}";
+  }
+  out << "]}";
+  return out.str();
+}
+
+void print_text(const pipeline_setup& setup, const Device& device, const demo::training_step& training,
+                const measurement& m, const hazard_summary& hazards) {
+  const demo::training_config& c = training.config();
+  std::printf("pipeline %s on %s: %zu images of %zux%zu, %zu layer(s) of %zu, depth %zu, %zu steps\n", setup.config.c_str(),
+              device.name().c_str(), c.shape.images, c.shape.height, c.shape.width, c.layers, c.hidden, setup.depth,
+              setup.steps);
+  if (setup.backend == backend_kind::sim) std::printf("(sim: every time is host time; sim kernels are host loops)\n");
+  if (!m.collector_active) std::printf("(the monitor's collector is inactive: busy times are 0)\n");
+  std::printf("%-12s %-10s %12s %12s\n", "stage", "resource", "alone us", "busy us");
+  for (const pipeline::stage_time& s : m.stages) {
+    std::printf("%-12s %-10s %12.1f %12.1f\n", s.name.c_str(), std::string(pipeline::resource_name(s.resource)).c_str(),
+                s.alone_us, s.busy_us);
+  }
+  std::printf("bound: %.1f us (%s; H2D %.1f, SMs %.1f)\n", m.bound.bound_us,
+              std::string(pipeline::resource_name(m.bound.limit)).c_str(), m.bound.h2d_us, m.bound.sm_us);
+  std::printf("step:  %.1f us   efficiency %.3f (bound / step)\n", m.bound.step_us, m.bound.efficiency);
+  std::printf("H2D:   %.2f GB/s while copying\n", m.h2d_gbps);
+  std::printf("loop:  %llu allocations, %llu frees, %llu host syncs; %llu fence waits (%llu blocked); %llu events created\n",
+              static_cast<unsigned long long>(m.loop.loop_allocations), static_cast<unsigned long long>(m.loop.loop_frees),
+              static_cast<unsigned long long>(m.loop.loop_host_syncs), static_cast<unsigned long long>(m.loop.fence_waits),
+              static_cast<unsigned long long>(m.loop.fence_waits_blocked),
+              static_cast<unsigned long long>(m.loop.loop_events_created));
+  if (!hazards.checked) {
+    std::printf("hazards: not checked (--check runs the engine first)\n");
+    return;
+  }
+  std::printf("hazards: %zu (and %zu informational) in %zu checked steps\n%s", hazards.hazards, hazards.informational,
+              checked_steps, hazards.report.c_str());
+}
+
+void write_outputs(const std::string& dir, const std::string& json, monitor::collector& collector,
+                   pipeline::pipeline& traced) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/pipeline.json") << json << '\n';
+  const monitor::trace timeline = collector.capture_window([&] { (void)traced.run(traced_steps); });
+  std::ofstream trace_file(dir + "/pipeline_trace.json");
+  monitor::write_chrome_trace(trace_file, timeline);
+}
+
+}  // namespace
+
+int run_pipeline(const std::vector<std::string>& argv) {
+  const args parsed("pipeline", argv, pipeline_options_spec);
+  if (parsed.has("help")) {
+    std::cout << usage("pipeline",
+                       "[--backend sim|cuda] [--config copy_bound|sm_bound|balanced] [--steps N] [--depth D] [--json] "
+                       "[--out DIR] [--check]",
+                       pipeline_options_spec);
+    return 0;
+  }
+  const pipeline_setup setup = setup_of(parsed);
+  const Device device = device_for(setup.backend);  // first: a missing GPU is the error to report
+  demo::training_step training(demo::training_config_for(setup.config, setup.backend), setup.backend);
+  caching_allocator allocator(device);
+  const hazard_summary hazards = setup.check ? check_hazards(device, allocator, training, setup.depth) : hazard_summary{};
+  monitor::collector collector(device);
+  const measurement m = measure(device, allocator, training, setup, collector);
+  const std::string json = json_of(setup, device, training, m, hazards);
+  if (setup.out) {
+    pipeline::pipeline traced(device, allocator, training.spec(setup.depth));
+    write_outputs(*setup.out, json, collector, traced);
+  }
+  if (parsed.has("json")) {
+    std::printf("%s\n", json.c_str());
+  } else {
+    print_text(setup, device, training, m, hazards);
+  }
+  return 0;
+}
+
+}  // namespace streamsafe::cli
