@@ -134,25 +134,21 @@ void run_paired(benchmark::State& state, Device device, tracking mode) {
                                              std::chrono::duration<double>(untracked).count();
 }
 
+using step_runner = void (*)(benchmark::State&, Device, tracking);
+
+/// On the first GPU, or skipped where there is none.
+void on_cuda(benchmark::State& state, step_runner run, tracking mode) {
+  if (Device::cuda_device_count() == 0) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  run(state, Device::cuda(0), mode);
+}
+
 void BM_step_sim(benchmark::State& state, tracking mode) { run_steps(state, Device::sim(), mode); }
-
-void BM_step_cuda(benchmark::State& state, tracking mode) {
-  if (Device::cuda_device_count() == 0) {
-    state.SkipWithError("no CUDA device");
-    return;
-  }
-  run_steps(state, Device::cuda(0), mode);
-}
-
+void BM_step_cuda(benchmark::State& state, tracking mode) { on_cuda(state, run_steps, mode); }
 void BM_paired_sim(benchmark::State& state, tracking mode) { run_paired(state, Device::sim(), mode); }
-
-void BM_paired_cuda(benchmark::State& state, tracking mode) {
-  if (Device::cuda_device_count() == 0) {
-    state.SkipWithError("no CUDA device");
-    return;
-  }
-  run_paired(state, Device::cuda(0), mode);
-}
+void BM_paired_cuda(benchmark::State& state, tracking mode) { on_cuda(state, run_paired, mode); }
 
 BENCHMARK_CAPTURE(BM_step_sim, untracked, tracking::none)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_step_sim, off, tracking::off)->Unit(benchmark::kMicrosecond);

@@ -12,27 +12,26 @@ reps=${REPS:-15}
 bin=${BIN:-.device-build/bin}
 export LD_LIBRARY_PATH="$PWD/.device-build/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 json=$(mktemp)
+# Runs the benchmarks FILTER names, REPS repetitions; prints one line per repetition: PREFIX,
+# the run's name, then the fields named (counters or times).
+bench_lines() {
+  local filter=$1 repetitions=$2 prefix=$3; shift 3
+  "$bin/hazard_step_bench" --benchmark_filter="$filter" --benchmark_repetitions="$repetitions" \
+    --benchmark_enable_random_interleaving=true --benchmark_format=json --benchmark_out="$json" > /dev/null 2>&1
+  python3 - "$json" "$prefix" "$@" <<'PY'
+import json, sys
+path, prefix, fields = sys.argv[1], sys.argv[2], sys.argv[3:]
+for b in json.load(open(path))["benchmarks"]:
+    if b.get("run_type") == "iteration":
+        print(prefix, b["run_name"], " ".join(f"{b[f]:.5f}" for f in fields))
+PY
+}
 for round in $(seq "$rounds"); do
   echo "# round $round $(date -u +%T)"
-  "$bin/hazard_step_bench" --benchmark_filter=BM_step_cuda --benchmark_repetitions="$reps" \
-    --benchmark_enable_random_interleaving=true --benchmark_format=json --benchmark_out="$json" > /dev/null 2>&1
-  python3 - "$json" <<'PY'
-import json, sys
-for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    if b.get("run_type") == "iteration":
-        print(f"rep {b['run_name']} {b['real_time']:.3f}")
-PY
+  bench_lines BM_step_cuda "$reps" rep real_time
   python3 bench/torch/csan_two_stream_step.py
   python3 bench/torch/csan_two_stream_step.py --csan
 done
 echo "# paired $(date -u +%T)"
-"$bin/hazard_step_bench" --benchmark_filter=BM_paired_cuda --benchmark_repetitions="${PAIRED_REPS:-40}" \
-  --benchmark_enable_random_interleaving=true --benchmark_format=json --benchmark_out="$json" > /dev/null 2>&1
-python3 - "$json" <<'PY'
-import json, sys
-for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    if b.get("run_type") == "iteration":
-        print(f"paired {b['run_name']} {b['tracked_over_untracked']:.5f} "
-              f"{b['tracked_us']:.3f} {b['untracked_us']:.3f}")
-PY
+bench_lines BM_paired_cuda "${PAIRED_REPS:-40}" paired tracked_over_untracked tracked_us untracked_us
 rm -f "$json"
