@@ -20,7 +20,6 @@ VARIANTS = {
     "native": {"env": {}},
     "native_expandable": {"env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}},
     "streamsafe": {"options": {}},
-    "streamsafe_stitch": {"options": {"expandable_growth": "stitch"}},
 }
 
 

@@ -275,8 +275,8 @@ def use_allocator(**options):
 
     Call it before anything initializes CUDA (the first CUDA tensor, torch.cuda.current_device(),
     ...): torch cannot swap an allocator that has served memory. Options are those of
-    STREAMSAFE_ALLOC_CONF (docs/allocator.md), e.g. use_allocator(segments="fixed",
-    expandable_growth="stitch", repeat_plan=False), over the environment variable's. Calling it again
+    STREAMSAFE_ALLOC_CONF (docs/allocator.md), e.g. use_allocator(expandable_growth="settle",
+    repeat_plan=False), over the environment variable's. Calling it again
     with the same options does nothing; with others it raises. Returns the library path.
     """
     import torch
