@@ -6,7 +6,8 @@ set -uo pipefail
 out=${OUT:-/tmp/streamsafe-torch-alloc}
 mkdir -p "$out"
 export STREAMSAFE_TORCH_ALLOC_LIB=${STREAMSAFE_TORCH_ALLOC_LIB:-$PWD/.device-build/lib/libstreamsafe_torch_alloc.so}
-export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+# The package as built (bench/gpu_build_on_device.sh copies it there): it holds the engine module.
+export PYTHONPATH="$PWD/.device-build/python${PYTHONPATH:+:$PYTHONPATH}"
 {
   date -u +%FT%TZ
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
