@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "cli_run.hpp"
@@ -44,11 +45,24 @@ TEST(DemoCli, SimExposesTheMissingRecordStreamAndTheEngineCatchesAndFixesBoth) {
   EXPECT_THAT(result.output, ::testing::HasSubstr("\"timeline_collected\":true"));
 }
 
+TEST(DemoCli, SimFindsTheHandMadeLoopsHazardsAndNoneInThePipeline) {
+  const std::string out_dir = ::testing::TempDir() + "demo-cli-pipeline";
+  std::filesystem::remove_all(out_dir);
+  auto result = run("demo --backend sim --json --trials 1 --out " + out_dir);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_GT(figure(result.output, "handmade_loop_hazards"), 0) << result.output;
+  EXPECT_EQ(figure(result.output, "pipeline_hazards"), 0) << result.output;
+  EXPECT_THAT(result.output, ::testing::HasSubstr("\"pipeline_timeline_collected\":true"));
+  EXPECT_TRUE(std::filesystem::exists(out_dir + "/streamsafe-demo-pipeline-trace.json"));
+}
+
 TEST(DemoCli, TextOutputTellsTheStory) {
   auto result = run("demo --backend sim --trials 3 --out " + ::testing::TempDir());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, ::testing::HasSubstr("without wait_event: 3/3 trials corrupted"));
   EXPECT_THAT(result.output, ::testing::HasSubstr("with wait_event:    0/3 trials corrupted"));
+  EXPECT_THAT(result.output, ::testing::ContainsRegex("3 steps under STREAMSAFE_HAZARDS=report: [1-9][0-9]* distinct hazards"));
+  EXPECT_THAT(result.output, ::testing::ContainsRegex("the pipeline makes every hand-off\\): 0 hazards"));
 }
 
 TEST(DemoCli, BadOptionsAreRejectedWithTheirName) {

@@ -16,7 +16,7 @@ const std::vector<option_spec> demo_options = {
     {"trials", true, "trials per case (default 20)"},
     {"seed", true, "seed of the sim scheduler and of the trial values (default 1)"},
     {"json", false, "print one JSON object instead of the story"},
-    {"out", true, "folder for the timeline's Chrome trace and HTML report (default: .)"},
+    {"out", true, "folder for the timelines (Chrome traces, an HTML report; default: .)"},
     {"help", false, "show this help"},
 };
 
@@ -57,7 +57,7 @@ int run_demo(const std::vector<std::string>& argv) {
     std::cout << "streamsafe demo on " << setup.device.name() << ", " << setup.trials << " trials per case\n\n";
   }
   std::vector<demo_figure> figures;
-  for (auto* section : {run_ordering_demo, run_lifetime_demo, run_hazard_demo, run_timeline_demo}) {
+  for (auto* section : {run_ordering_demo, run_lifetime_demo, run_hazard_demo, run_timeline_demo, run_pipeline_demo}) {
     auto produced = section(setup);
     figures.insert(figures.end(), produced.begin(), produced.end());
   }

@@ -44,4 +44,16 @@ std::vector<demo_figure> run_hazard_demo(const demo_setup& setup);
 /// Figures: timeline_collected, timeline_streams, timeline_overlap_us, timeline_dependencies.
 std::vector<demo_figure> run_timeline_demo(const demo_setup& setup);
 
+/// A hand-made four-stream training loop (data, preprocess, compute, sync, the optimizer on the
+/// default stream) under the hazard engine, then the same step on the stage pipeline, traced.
+/// Figures: handmade_loop_hazards, pipeline_hazards, pipeline_timeline_collected.
+std::vector<demo_figure> run_pipeline_demo(const demo_setup& setup);
+
+/// The device of a section whose streams must really run at once: the demo's device on cuda, a
+/// threaded sim device (same seed) on sim.
+Device overlapping_device(const demo_setup& setup);
+
+/// Writes `content` to `path` and returns it; throws error naming the path if it cannot.
+std::filesystem::path write_demo_file(const std::filesystem::path& path, const std::string& content);
+
 }  // namespace streamsafe::cli

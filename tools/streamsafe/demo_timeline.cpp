@@ -65,24 +65,24 @@ void run_pipeline(Device device) {
   device.deallocate_pinned(host);
 }
 
-std::filesystem::path write_file(const std::filesystem::path& path, const std::string& content) {
+
+}  // namespace
+
+std::filesystem::path write_demo_file(const std::filesystem::path& path, const std::string& content) {
   std::ofstream file(path, std::ios::binary);
   file << content;
   if (!file) throw error("streamsafe demo: cannot write " + path.string());
   return path;
 }
 
-/// Deterministic sim runs one op at a time, so a timeline there could show no overlap: the
-/// timeline runs on a threaded sim device instead, whose streams really run at once.
-Device timeline_device(const demo_setup& setup) {
+// Deterministic sim runs one op at a time, so a timeline there could show no overlap.
+Device overlapping_device(const demo_setup& setup) {
   if (setup.device.backend() == backend_kind::cuda) return setup.device;
   return Device::sim({.memory_capacity = std::size_t{64} << 20, .mode = sim_mode::threaded, .seed = setup.seed});
 }
 
-}  // namespace
-
 std::vector<demo_figure> run_timeline_demo(const demo_setup& setup) {
-  Device device = timeline_device(setup);
+  Device device = overlapping_device(setup);
   monitor::collector collect(device);
   if (collect.status() == monitor::collector_status::inactive) {
     if (setup.text != nullptr) *setup.text << "Pipeline timeline: skipped. " << collect.status_message() << "\n\n";
@@ -96,8 +96,8 @@ std::vector<demo_figure> run_timeline_demo(const demo_setup& setup) {
   monitor::write_chrome_trace(chrome, collected, result.gaps);
   monitor::write_report_html(html, {&rank, 1});
   std::filesystem::create_directories(setup.output_dir);
-  const auto trace_path = write_file(setup.output_dir / "streamsafe-demo-timeline.json", chrome.str());
-  const auto html_path = write_file(setup.output_dir / "streamsafe-demo-timeline.html", html.str());
+  const auto trace_path = write_demo_file(setup.output_dir / "streamsafe-demo-timeline.json", chrome.str());
+  const auto html_path = write_demo_file(setup.output_dir / "streamsafe-demo-timeline.html", html.str());
 
   double overlap_us = 0;
   for (const auto& device : result.usage.devices) {
