@@ -7,15 +7,17 @@
 - use_allocator(**options), memory_stats(): streamsafe's allocator as torch's, where built.
 """
 
+import importlib
+
 from streamsafe.torch.sanitize import HazardError, Hazard, Session, active_session, annotate, sanitize
 from streamsafe.torch.sanitize import _from_environment
 
 __all__ = ["HazardError", "Hazard", "Session", "active_session", "annotate", "sanitize", "use_allocator", "memory_stats"]
 
 
-def _allocator():
+def _allocator_module():
     try:
-        from streamsafe.torch import _allocator as module
+        module = importlib.import_module("streamsafe.torch._allocator")
     except ImportError as error:
         raise ImportError("streamsafe.torch: the allocator for torch is not part of this build "
                           f"(streamsafe/torch/_allocator.py: {error})") from error
@@ -24,12 +26,12 @@ def _allocator():
 
 def use_allocator(**options):
     """Installs streamsafe's allocator as torch's (see streamsafe.torch._allocator)."""
-    return _allocator().use_allocator(**options)
+    return _allocator_module().use_allocator(**options)
 
 
 def memory_stats(*args, **kwargs):
     """streamsafe's allocator's statistics under PyTorch's key names."""
-    return _allocator().memory_stats(*args, **kwargs)
+    return _allocator_module().memory_stats(*args, **kwargs)
 
 
 _from_environment()
