@@ -81,6 +81,10 @@ mutation_in alloc_repeat_plan_test plan-reuse-skips-previous-stream "$plan" \
   '    add_unique(waits, before.stream, stream);' ''
 mutation_in alloc_repeat_plan_test plan-reuse-skips-recorded-streams "$plan" \
   '    for (const auto& r : before.recorded) add_unique(waits, r, stream);' ''
+mutation_in alloc_repeat_plan_test plan-known-predecessor-skips-stream "$plan" \
+  '    add_unique(waits, blocks_[p].stream, stream);' ''
+mutation_in alloc_repeat_plan_test plan-known-predecessor-skips-recorded "$plan" \
+  '    for (const auto& r : blocks_[p].recorded) add_unique(waits, r, stream);' ''
 mutation_in alloc_repeat_plan_test plan-unmaps-arena-without-sync "$plan" \
   $'    StreamRef(user).synchronize();\n    host_.note_host_sync();' '    host_.note_host_sync();'
 

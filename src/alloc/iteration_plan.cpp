@@ -147,6 +147,7 @@ bool iteration_plan::same_plan(const repeating_period& period) const {
 void iteration_plan::activate(repeating_period period) {
   if (same_plan(period)) {  // the workload came back to the plan the arena holds
     book_.first_sequence = period.first_sequence;
+    forget_occupants();
     ++activations_;
     phase_.store(phase::active, std::memory_order_release);
     return;
@@ -177,6 +178,10 @@ void iteration_plan::activate(repeating_period period) {
   }
   book_ = plan_book{std::move(period.requests), std::move(period.lifetimes), std::move(block_at), period.first_sequence};
   occupants_.clear();
+  history_ = {};
+  predecessors_.assign(blocks_.size(), {});
+  taken_since_activation_ = 0;
+  index_offsets();
   ++activations_;
   phase_.store(phase::active, std::memory_order_release);
 }
@@ -185,8 +190,9 @@ bool iteration_plan::map_arena(std::size_t bytes) {
   std::uintptr_t base = 0;
   try {
     base = source_.reserve(bytes);
-    for (std::size_t offset = 0; offset < bytes; offset += granularity_) source_.map_chunk(base + offset, granularity_);
-    source_.grant_access(base, bytes);
+    // One physical allocation for the whole arena: it is never unmapped in part, so the switch
+    // costs three device calls instead of three per chunk.
+    source_.map_chunk(base, bytes);
   } catch (const std::exception&) {
     if (base != 0) source_.release(base, bytes);
     return false;
@@ -217,6 +223,10 @@ void iteration_plan::release_arena() {
   arena_ = {};
   blocks_.clear();
   occupants_.clear();
+  predecessors_.clear();
+  offsets_.clear();
+  live_at_.clear();
+  history_ = {};
   book_ = {};
 }
 
@@ -250,6 +260,7 @@ iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std:
 
 void iteration_plan::occupy_slot(planned_block& b) {
   b.state = slot_state::live;
+  live_at_[b.offset_slot] = static_cast<std::uint32_t>(&b - blocks_.data());
   ++live_blocks_;
   stats_.allocated_bytes.add(b.bytes);
   stats_.active_bytes.add(b.bytes);
@@ -260,6 +271,7 @@ void iteration_plan::occupy_slot(planned_block& b) {
 
 void iteration_plan::vacate(planned_block& b) {
   b.state = slot_state::free;
+  live_at_[b.offset_slot] = nobody;
   --live_blocks_;
   stats_.allocated_bytes.remove(b.bytes);
   stats_.active_bytes.remove(b.bytes);
@@ -268,20 +280,80 @@ void iteration_plan::vacate(planned_block& b) {
   stats_.active.remove(1);
 }
 
+void iteration_plan::index_offsets() {
+  offsets_.clear();
+  for (const planned_block& b : blocks_) offsets_.push_back(b.offset);
+  std::sort(offsets_.begin(), offsets_.end());
+  offsets_.erase(std::unique(offsets_.begin(), offsets_.end()), offsets_.end());
+  for (planned_block& b : blocks_) {
+    b.offset_slot = static_cast<std::uint32_t>(std::lower_bound(offsets_.begin(), offsets_.end(), b.offset) - offsets_.begin());
+  }
+  live_at_.assign(offsets_.size(), nobody);
+}
+
+void iteration_plan::forget_occupants() {
+  history_ = {};
+  const auto keep = [this](const std::shared_ptr<StreamImpl>& s) {
+    const auto same = [&](const auto& have) { return have.get() == s.get(); };
+    if (s != nullptr && std::none_of(history_.recorded.begin(), history_.recorded.end(), same)) history_.recorded.push_back(s);
+  };
+  for (const planned_block& b : blocks_) {
+    keep(b.stream);
+    for (const auto& r : b.recorded) keep(r);
+  }
+  occupants_.clear();
+  occupants_.emplace(0, occupied{arena_.bytes, blocks_.size()});
+  taken_since_activation_ = 0;
+}
+
 bool iteration_plan::occupy(std::size_t index, StreamImpl& stream, std::vector<std::shared_ptr<StreamImpl>>& waits) {
+  if (blocks_[index].state != slot_state::free) return false;
+  const std::uint64_t period = blocks_.size();
+  const bool known = taken_since_activation_ >= 2 * period;
+  const bool taken = known ? occupy_known(index, waits, stream)
+                           : occupy_tracked(index, taken_since_activation_ >= period, waits, stream);
+  if (!taken) return false;
+  ++taken_since_activation_;
   planned_block& b = blocks_[index];
+  b.stream = share_stream(stream);
+  b.recorded.clear();
+  return true;
+}
+
+bool iteration_plan::occupy_known(std::size_t index, std::vector<std::shared_ptr<StreamImpl>>& waits,
+                                  const StreamImpl& stream) const {
+  const std::vector<std::uint32_t>& before = predecessors_[index];
+  for (const std::uint32_t p : before) {
+    if (blocks_[p].state != slot_state::free) return false;
+  }
+  for (const std::uint32_t p : before) {
+    add_unique(waits, blocks_[p].stream, stream);
+    for (const auto& r : blocks_[p].recorded) add_unique(waits, r, stream);
+  }
+  return true;
+}
+
+bool iteration_plan::occupy_tracked(std::size_t index, bool learn, std::vector<std::shared_ptr<StreamImpl>>& waits,
+                                    const StreamImpl& stream) {
+  const planned_block& b = blocks_[index];
   const std::size_t begin = b.offset;
   const std::size_t end = b.offset + b.bytes;
+  const auto occupant = [this](std::size_t block) -> const planned_block& {
+    return block == blocks_.size() ? history_ : blocks_[block];
+  };
   auto first = occupants_.upper_bound(begin);
   if (first != occupants_.begin() && std::prev(first)->second.end > begin) --first;
   auto past = first;
   for (; past != occupants_.end() && past->first < end; ++past) {
-    if (blocks_[past->second.block].state != slot_state::free) return false;
+    if (occupant(past->second.block).state != slot_state::free) return false;
   }
+  std::vector<std::uint32_t>* learned = learn ? &predecessors_[index] : nullptr;
+  if (learned != nullptr) learned->clear();
   for (auto it = first; it != past; ++it) {
-    const planned_block& before = blocks_[it->second.block];
+    const planned_block& before = occupant(it->second.block);
     add_unique(waits, before.stream, stream);
     for (const auto& r : before.recorded) add_unique(waits, r, stream);
+    if (learned != nullptr && it->second.block != blocks_.size()) learned->push_back(static_cast<std::uint32_t>(it->second.block));
   }
   std::vector<std::pair<std::size_t, occupied>> kept;  // the parts of the first and last outside
   if (first != past && first->first < begin) kept.emplace_back(first->first, occupied{begin, first->second.block});
@@ -292,8 +364,6 @@ bool iteration_plan::occupy(std::size_t index, StreamImpl& stream, std::vector<s
   occupants_.erase(first, past);
   for (const auto& [at, what] : kept) occupants_.emplace(at, what);
   occupants_.emplace(begin, occupied{end, index});
-  b.stream = share_stream(stream);
-  b.recorded.clear();
   return true;
 }
 
@@ -323,12 +393,14 @@ bool iteration_plan::owns(const void* ptr) const noexcept {
 
 std::size_t iteration_plan::live_index(const void* ptr, const char* call) const {
   const std::size_t offset = reinterpret_cast<std::uintptr_t>(ptr) - arena_.base;
-  const auto it = occupants_.find(offset);
-  const bool live = it != occupants_.end() && blocks_[it->second.block].offset == offset &&
-                    blocks_[it->second.block].state == slot_state::live;
-  SS_EXPECTS(live, "caching_allocator::", call, "(", ptr, "): not a live allocation of this allocator (",
+  const auto at = std::lower_bound(offsets_.begin(), offsets_.end(), offset);
+  if (at != offsets_.end() && *at == offset) {
+    const std::uint32_t index = live_at_[static_cast<std::size_t>(at - offsets_.begin())];
+    if (index != nobody && blocks_[index].state == slot_state::live) return index;
+  }
+  SS_EXPECTS(false, "caching_allocator::", call, "(", ptr, "): not a live allocation of this allocator (",
              "freed already, or not the pointer allocate returned; nothing was changed)");
-  return it->second.block;
+  return 0;
 }
 
 void iteration_plan::deallocate(void* ptr) {

@@ -106,6 +106,7 @@ class iteration_plan {
     std::size_t bytes = 0;
     std::size_t requested = 0;
     slot_state state = slot_state::free;
+    std::uint32_t offset_slot = 0;  // in offsets_
     std::uint64_t allocated_at = 0;  // sequence number of the live instance
     std::shared_ptr<StreamImpl> stream;                  // of the last instance
     std::vector<std::shared_ptr<StreamImpl>> recorded;   // of the last instance
@@ -146,6 +147,17 @@ class iteration_plan {
   /// Takes the bytes of block `index` for an allocation on `stream`: the streams it must wait for
   /// go to `waits`. False, changing nothing, when an earlier occupant is still live.
   [[nodiscard]] bool occupy(std::size_t index, StreamImpl& stream, std::vector<std::shared_ptr<StreamImpl>>& waits);
+  /// occupy through the occupants' map; with `learn`, the blocks found there become the block's
+  /// predecessors.
+  [[nodiscard]] bool occupy_tracked(std::size_t index, bool learn, std::vector<std::shared_ptr<StreamImpl>>& waits,
+                                    const StreamImpl& stream);
+  /// occupy through the block's predecessors.
+  [[nodiscard]] bool occupy_known(std::size_t index, std::vector<std::shared_ptr<StreamImpl>>& waits,
+                                  const StreamImpl& stream) const;
+  /// Before the plan serves again from an arena whose history the occupants' map lost: every
+  /// first taking of bytes waits for every stream that used the arena.
+  void forget_occupants();
+  void index_offsets();
   /// A block's slot becomes live, or free again, in the books. Caller holds mutex_.
   void occupy_slot(planned_block& b);
   void vacate(planned_block& b);
@@ -180,6 +192,18 @@ class iteration_plan {
   arena arena_;
   std::vector<planned_block> blocks_;
   std::map<std::size_t, occupied> occupants_;  // arena offset -> the last block on [offset, end)
+  // Each block is taken once per period, in period order, so from the second period after an
+  // activation on, a block finds the same blocks on its bytes every time: learned in that
+  // period (through occupants_, kept up to date until then), they serve every later one without
+  // the map. A block past the last index (`history_`) stands for the arena's earlier users.
+  std::vector<std::vector<std::uint32_t>> predecessors_;
+  std::uint64_t taken_since_activation_ = 0;
+  planned_block history_;
+  // The blocks' distinct offsets, sorted, and for each the block live there (blocks live
+  // together never share bytes): frees and queries find their block without a search per block.
+  std::vector<std::size_t> offsets_;
+  std::vector<std::uint32_t> live_at_;
+  static constexpr std::uint32_t nobody = ~std::uint32_t{0};
   std::size_t live_blocks_ = 0;
   allocator_stats stats_;  // the arena's blocks
   std::uint64_t activations_ = 0;

@@ -1,7 +1,9 @@
 #include "alloc/offset_planner.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
+#include <utility>
 
 namespace streamsafe::detail {
 
@@ -67,9 +69,11 @@ std::vector<std::vector<std::uint32_t>> time_conflicts(std::span<const cyclic_li
     }
     active.push_back(next);
   }
-  for (auto& list : conflicts) {
-    std::sort(list.begin(), list.end());
-    list.erase(std::unique(list.begin(), list.end()), list.end());
+  // A pair meets up to three times (once per turn and across the wrap); keep its first meeting.
+  // A stamp per block dedupes in one pass, where sorting every list cost most of the planning.
+  std::vector<std::uint32_t> seen_by(blocks.size(), std::numeric_limits<std::uint32_t>::max());
+  for (std::uint32_t i = 0; i < conflicts.size(); ++i) {
+    std::erase_if(conflicts[i], [&](std::uint32_t j) { return std::exchange(seen_by[j], i) == i; });
   }
   return conflicts;
 }

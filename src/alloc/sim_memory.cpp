@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -84,9 +85,9 @@ class sim_memory final : public memory_source {
     std::lock_guard lock(mutex_);
     open_file();
     std::size_t offset = 0;
-    if (!free_offsets_.empty()) {
-      offset = free_offsets_.back();
-      free_offsets_.pop_back();
+    if (auto& same_size = free_offsets_[granularity]; !same_size.empty()) {
+      offset = same_size.back();
+      same_size.pop_back();
     } else {
       offset = file_bytes_;
       if (::ftruncate(file_, static_cast<off_t>(file_bytes_ + granularity)) != 0) {
@@ -111,7 +112,7 @@ class sim_memory final : public memory_source {
                 static_cast<off_t>(granularity));
     device_.deallocate(it->second);
     physical_.erase(it);
-    free_offsets_.push_back(handle);
+    free_offsets_[granularity].push_back(handle);
   }
   void map_physical(std::uintptr_t address, physical_handle handle, std::size_t granularity) override {
     inject_sim_fault(sim_faults().maps, "map_physical", reinterpret_cast<void*>(address));
@@ -148,7 +149,7 @@ class sim_memory final : public memory_source {
   std::mutex mutex_;
   int file_ = -1;
   std::size_t file_bytes_ = 0;
-  std::vector<std::size_t> free_offsets_;
+  std::map<std::size_t, std::vector<std::size_t>> free_offsets_;  // by size: a hole fits its own size
   std::unordered_map<physical_handle, void*> physical_;  // file offset -> its arena stand-in
   std::unordered_map<physical_handle, std::size_t> mappings_;  // file offset -> addresses mapping it
   std::unordered_map<std::uintptr_t, physical_handle> mapped_at_;

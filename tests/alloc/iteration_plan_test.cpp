@@ -123,12 +123,17 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
     return iterate(steps, [](std::size_t, bool) {});
   }
   /// Iterations until the plan serves: it must, by the third.
-  void warm_up(const std::vector<step>& steps) {
-    for (int i = 0; i < 3; ++i) iterate(steps);
+  /// Then `served` more periods from the plan: from the third period it serves, each block's
+  /// predecessors on its bytes are known and the plan no longer tracks occupants.
+  void warm_up(const std::vector<step>& steps, int served = 0) {
+    for (int i = 0; i < 3 + served; ++i) iterate(steps);
     allocator_stats s;
     parts_->plan.add_stats(s);
     ASSERT_EQ(s.num_plan_activations, 1u) << "the plan starts after its period was seen twice";
+    ASSERT_EQ(s.num_plan_derailments, 0u);
   }
+  void expect_wait_for_another_streams_work(int served);
+  void expect_wait_for_a_recorded_stream(int served);
   [[nodiscard]] allocator_stats plan_stats() const {
     allocator_stats s;
     parts_->plan.add_stats(s);
@@ -174,11 +179,11 @@ TEST_P(PlanFixture, AfterTwoPeriodsEveryPlannedRequestIsServedFromTheArena) {
   EXPECT_EQ(parts_->host.pool_releases, 1) << "the pools' cache goes back before the arena is mapped";
 }
 
-TEST_P(PlanFixture, ABlockPlannedOverAnotherStreamsBytesWaitsForItsWork) {
+void PlanFixture::expect_wait_for_another_streams_work(int served) {
   // A 1 MiB block on the lagging stream, freed; then a 1 MiB block on a: the plan puts both at
   // the same bytes, so a must wait for late's queued work first.
   const std::vector<step> steps = with_fillers({{1 * mib, 1, 0}, {0, 0, 0}, {1 * mib, 0, 0}, {0, 0, 2}});
-  warm_up(steps);
+  warm_up(steps, served);
   const std::size_t first = steps.size() - 4;
   void* old_ptr = nullptr;
   std::vector<live_block> blocks(steps.size());
@@ -205,10 +210,10 @@ TEST_P(PlanFixture, ABlockPlannedOverAnotherStreamsBytesWaitsForItsWork) {
   EXPECT_GE(plan_stats().num_cross_stream_reuses, 1u);
 }
 
-TEST_P(PlanFixture, ABlockPlannedOverBytesRecordedOnAnotherStreamWaitsForIt) {
+void PlanFixture::expect_wait_for_a_recorded_stream(int served) {
   // Both blocks on a; the first is also used on late (record_stream) before its free.
   const std::vector<step> steps = with_fillers({{1 * mib, 0, 0}, {0, 0, 0}, {1 * mib, 0, 0}, {0, 0, 2}});
-  warm_up(steps);
+  warm_up(steps, served);
   const std::size_t first = steps.size() - 4;
   std::vector<live_block> blocks(steps.size());
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -232,6 +237,18 @@ TEST_P(PlanFixture, ABlockPlannedOverBytesRecordedOnAnotherStreamWaitsForIt) {
       EXPECT_TRUE(parts_->oracle.settle());
     }
   }
+}
+
+TEST_P(PlanFixture, ABlockPlannedOverAnotherStreamsBytesWaitsForItsWork) { expect_wait_for_another_streams_work(0); }
+
+TEST_P(PlanFixture, ABlockPlannedOverAnotherStreamsBytesWaitsForItsWorkOnceItsPredecessorsAreKnown) {
+  expect_wait_for_another_streams_work(2);
+}
+
+TEST_P(PlanFixture, ABlockPlannedOverBytesRecordedOnAnotherStreamWaitsForIt) { expect_wait_for_a_recorded_stream(0); }
+
+TEST_P(PlanFixture, ABlockPlannedOverBytesRecordedOnAnotherStreamWaitsForItOnceItsPredecessorsAreKnown) {
+  expect_wait_for_a_recorded_stream(2);
 }
 
 TEST_P(PlanFixture, ARequestOffThePlanHandsBackToThePoolsAndTheArenaGoesOnlyAfterItsWork) {
