@@ -145,7 +145,7 @@ std::string json_string(const std::string& text) {
 
 void print_phase_json(std::ostream& out, const char* prefix, const replay_phase& p, const replay_counted& counted) {
   out << ",\"" << prefix << "_ns_per_op\":" << p.ns_per_op << ",\"" << prefix
-      << "_device_calls_per_iteration\":" << counted_or_null(counted.device_calls, p.device_calls_per_iteration)
+      << "_allocator_ns_per_op\":" << p.allocator_ns_per_op << ",\"" << prefix << "_device_calls_per_iteration\":" << counted_or_null(counted.device_calls, p.device_calls_per_iteration)
       << ",\"" << prefix << "_syncs_per_iteration\":" << counted_or_null(counted.host_syncs, p.host_syncs_per_iteration)
       << ",\"" << prefix << "_cross_stream_reuses_per_iteration\":"
       << counted_or_null(counted.cross_stream_reuses, p.cross_stream_reuses_per_iteration) << ",\"" << prefix
@@ -176,7 +176,10 @@ void print_json(const std::string& header, const run_result& r) {
       << ",\"operations\":" << r.replay.operations << ",\"record_streams\":" << r.replay.record_streams
       << ",\"unmatched_frees\":" << r.replay.unmatched_frees;
   print_phase_json(out, "first", first_iteration(r.replay), r.counted);
-  if (r.replay.iterations.size() > 1) print_phase_json(out, "steady", steady_state(r.replay), r.counted);
+  if (r.replay.iterations.size() > 1) {
+    print_phase_json(out, "steady", steady_state(r.replay), r.counted);
+    print_phase_json(out, "last", last_iteration(r.replay), r.counted);
+  }
   std::cout << out.str() << "}" << std::endl;
 }
 
@@ -192,8 +195,9 @@ std::string mode_of(const bench_setup& setup) {
 void print_row(const std::string& trace, const std::string& spec, const bench_setup& setup, const run_result& r) {
   const replay_phase first = first_iteration(r.replay);
   const replay_phase steady = steady_state(r.replay);
-  std::printf("| %s | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %.4f | %.4f |\n", trace.c_str(), spec.c_str(),
-              mode_of(setup).c_str(), first.ns_per_op, steady.ns_per_op,
+  std::printf("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %.4f | %.4f |\n", trace.c_str(),
+              spec.c_str(), mode_of(setup).c_str(), first.ns_per_op, steady.ns_per_op, steady.allocator_ns_per_op,
+              last_iteration(r.replay).allocator_ns_per_op,
               counted_cell(r.counted.device_calls, first.device_calls_per_iteration).c_str(),
               counted_cell(r.counted.device_calls, steady.device_calls_per_iteration).c_str(),
               counted_cell(r.counted.host_syncs, steady.host_syncs_per_iteration).c_str(),
@@ -205,9 +209,10 @@ void print_row(const std::string& trace, const std::string& spec, const bench_se
 
 void print_table_header(const bench_setup& setup) {
   std::printf("replay_bench at %s: %s\n\n", setup.commit.c_str(), setup.command.c_str());
-  std::printf("| trace | resource | mode | first ns/op | steady ns/op | first device calls | steady device calls "
-              "/ iter | steady host syncs / iter | steady cross-stream reuses / iter | first reserved/live | steady "
-              "reserved/live |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| trace | resource | mode | first ns/op | steady ns/op | steady ns/op in allocator | last ns/op in "
+              "allocator | first device calls | steady device calls / iter | steady host syncs / iter | steady "
+              "cross-stream reuses / iter | first reserved/live | steady reserved/live |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 }
 
 /// The line of a run without figures: `kind` is skipped or error.

@@ -101,6 +101,9 @@ class loop_replayer {
   bool free(const trace_event& e, bool first_pass);
   void record(const trace_event& e, bool first_pass);
   void step(const trace_event& e);
+  /// Runs `call` into the allocator, adding its host time to the pass's allocator_ns.
+  template <class Call>
+  decltype(auto) timed(Call&& call);
 
   const std::vector<trace_event>& events_;
   const replay_loop& loop_;
@@ -118,7 +121,21 @@ class loop_replayer {
   std::uint64_t record_streams_ = 0;
   std::size_t since_step_ = 0;
   std::size_t events_done_ = 0;
+  std::uint64_t allocator_ns_ = 0;  // of the pass running
 };
+
+template <class Call>
+decltype(auto) loop_replayer::timed(Call&& call) {
+  struct add_on_exit {
+    std::uint64_t& total;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    ~add_on_exit() {
+      total += static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    }
+  } clock{allocator_ns_};
+  return call();
+}
 
 replay_result loop_replayer::run() {
   replay_result result;
@@ -152,6 +169,7 @@ replay_iteration loop_replayer::pass(std::size_t iteration) {
   const replay_counters before = allocator_.counters();
   allocator_.reset_reserved_peak();
   pass_peak_live_ = live_bytes_;
+  allocator_ns_ = 0;
   replay_iteration figures;
   const std::size_t total = events_.size() * std::max<std::size_t>(loop_.iterations, 1);
   const auto start = std::chrono::steady_clock::now();
@@ -164,6 +182,7 @@ replay_iteration loop_replayer::pass(std::size_t iteration) {
   live_.clear();
   const replay_counters after = allocator_.counters();
   figures.elapsed_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+  figures.allocator_ns = allocator_ns_;
   figures.peak_live_bytes = pass_peak_live_;
   figures.peak_reserved_bytes = after.peak_reserved_bytes;
   figures.device_calls = after.device_calls - before.device_calls;
@@ -190,7 +209,7 @@ void loop_replayer::replay(const trace_event& e, std::size_t index, std::size_t 
 
 void loop_replayer::allocate(const trace_event& e) {
   StreamRef stream = streams_.at(e.stream);
-  void* ptr = allocator_.allocate(e.size, stream);
+  void* ptr = timed([&] { return allocator_.allocate(e.size, stream); });
   if (!live_.try_emplace(e.addr, ptr, e.size).second) {
     allocator_.deallocate(ptr);
     throw parse_error("allocation trace, line " + std::to_string(e.line) + ": alloc of address " +
@@ -208,7 +227,7 @@ bool loop_replayer::free(const trace_event& e, bool first_pass) {
     if (first_pass) ++unmatched_;  // allocated before the recording started
     return false;
   }
-  allocator_.deallocate(it->second.first);
+  timed([&] { allocator_.deallocate(it->second.first); });
   live_bytes_ -= it->second.second;
   live_.erase(it);
   return true;
@@ -222,7 +241,7 @@ void loop_replayer::record(const trace_event& e, bool first_pass) {
   }
   StreamRef stream = streams_.at(e.stream);
   if (loop_.work.touch) loop_.work.touch(stream, it->second.first, it->second.second);
-  allocator_.record_stream(it->second.first, stream);
+  timed([&] { allocator_.record_stream(it->second.first, stream); });
   ++record_streams_;
 }
 
@@ -239,12 +258,14 @@ replay_phase summarize(std::span<const replay_iteration> passes) {
   if (passes.empty()) return phase;
   std::uint64_t operations = 0;
   std::uint64_t elapsed_ns = 0;
+  std::uint64_t allocator_ns = 0;
   std::uint64_t calls = 0;
   std::uint64_t syncs = 0;
   std::uint64_t reuses = 0;
   for (const replay_iteration& p : passes) {
     operations += p.operations;
     elapsed_ns += p.elapsed_ns;
+    allocator_ns += p.allocator_ns;
     calls += p.device_calls;
     syncs += p.host_syncs;
     reuses += p.cross_stream_reuses;
@@ -252,7 +273,11 @@ replay_phase summarize(std::span<const replay_iteration> passes) {
     phase.peak_reserved_bytes = std::max(phase.peak_reserved_bytes, p.peak_reserved_bytes);
   }
   const auto n = static_cast<double>(passes.size());
-  phase.ns_per_op = operations == 0 ? 0.0 : static_cast<double>(elapsed_ns) / static_cast<double>(operations);
+  const auto per_op = [operations](std::uint64_t ns) {
+    return operations == 0 ? 0.0 : static_cast<double>(ns) / static_cast<double>(operations);
+  };
+  phase.ns_per_op = per_op(elapsed_ns);
+  phase.allocator_ns_per_op = per_op(allocator_ns);
   phase.device_calls_per_iteration = static_cast<double>(calls) / n;
   phase.host_syncs_per_iteration = static_cast<double>(syncs) / n;
   phase.cross_stream_reuses_per_iteration = static_cast<double>(reuses) / n;
@@ -268,6 +293,11 @@ replay_phase first_iteration(const replay_result& result) {
 replay_phase steady_state(const replay_result& result) {
   if (result.iterations.size() < 2) return {};
   return summarize(std::span(result.iterations).subspan(1));
+}
+
+replay_phase last_iteration(const replay_result& result) {
+  if (result.iterations.size() < 2) return {};
+  return summarize(std::span(result.iterations).last(1));
 }
 
 std::unique_ptr<replay_target> make_caching_replay_target(const Device& device, const allocator_options& options) {

@@ -66,12 +66,17 @@ struct replay_iteration {
   std::uint64_t host_syncs = 0;           ///< allocator_stats::num_host_syncs
   std::uint64_t cross_stream_reuses = 0;  ///< blocks lent to another stream
   std::uint64_t elapsed_ns = 0;           ///< host time of the pass
+  /// Host time inside the allocator's calls alone (allocate, deallocate, record_stream): what
+  /// the pass cost beyond the replay's own work and the busy work it launches. A
+  /// synchronization inside a call counts here.
+  std::uint64_t allocator_ns = 0;
 };
 
 /// Figures of one iteration, or the mean of several (peaks: the highest).
 struct replay_phase {
   std::size_t iterations = 0;  ///< how many passes these figures cover; 0: none
   double ns_per_op = 0;
+  double allocator_ns_per_op = 0;  ///< replay_iteration::allocator_ns per operation
   double device_calls_per_iteration = 0;
   double host_syncs_per_iteration = 0;
   double cross_stream_reuses_per_iteration = 0;
@@ -102,6 +107,8 @@ struct replay_result {
 [[nodiscard]] replay_phase first_iteration(const replay_result& result);
 /// Passes 2..N: what every later iteration of the loop costs (iterations == 0 when N < 2).
 [[nodiscard]] replay_phase steady_state(const replay_result& result);
+/// Pass N alone, when N >= 2: the loop once every switch the allocator makes is behind it.
+[[nodiscard]] replay_phase last_iteration(const replay_result& result);
 
 /// Told now and then how many of the events a replay has gone through, and how many there are.
 using replay_progress = std::function<void(std::size_t done, std::size_t total)>;
