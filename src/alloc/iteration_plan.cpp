@@ -315,7 +315,9 @@ bool iteration_plan::occupy(std::size_t index, StreamImpl& stream, std::vector<s
   if (!taken) return false;
   ++taken_since_activation_;
   planned_block& b = blocks_[index];
-  b.stream = share_stream(stream);
+  // The plan's block is on the same stream every period (else the request would not match): the
+  // share held from the last one serves, without touching its count.
+  if (b.stream.get() != &stream) b.stream = share_stream(stream);
   b.recorded.clear();
   return true;
 }
@@ -404,6 +406,13 @@ std::size_t iteration_plan::live_index(const void* ptr, const char* call) const 
 }
 
 void iteration_plan::deallocate(void* ptr) {
+  if (observer_ == nullptr) {
+    std::lock_guard lock(mutex_);
+    planned_block& b = blocks_[live_index(ptr, "deallocate")];
+    vacate(b);
+    note_free(b.allocated_at);
+    return;
+  }
   std::size_t index = 0;
   std::size_t bytes = 0;
   stream_id stream{};
