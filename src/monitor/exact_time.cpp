@@ -16,10 +16,7 @@ std::optional<std::int64_t> through_double(std::string_view text) {
   double us = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), us);
   if (error != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-  const double ns = std::round(us * 1000.0);
-  constexpr double limit = 9.2e18;  // just inside 2^63
-  if (!(ns > -limit && ns < limit)) return std::nullopt;
-  return static_cast<std::int64_t>(ns);
+  return double_to_int64(std::round(us * 1000.0));
 }
 
 /// value * 10 + digit, or nullopt on overflow.
@@ -30,6 +27,12 @@ std::optional<std::int64_t> push_digit(std::int64_t value, char digit) {
 }
 
 }  // namespace
+
+std::optional<std::int64_t> double_to_int64(double value) {
+  constexpr double limit = 9.2e18;  // just inside 2^63
+  if (!(value > -limit && value < limit)) return std::nullopt;
+  return static_cast<std::int64_t>(value);
+}
 
 std::optional<std::int64_t> microseconds_text_to_ns(std::string_view text) {
   while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' || text.back() == '\t')) {

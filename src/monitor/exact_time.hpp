@@ -15,4 +15,8 @@ namespace streamsafe::monitor::detail {
 /// nullopt when the text is not a number or the value does not fit in int64 nanoseconds.
 [[nodiscard]] std::optional<std::int64_t> microseconds_text_to_ns(std::string_view text);
 
+/// A double as an integer, truncated; nullopt when it lies outside int64's range or is not a
+/// number, where the conversion would be undefined behaviour.
+[[nodiscard]] std::optional<std::int64_t> double_to_int64(double value);
+
 }  // namespace streamsafe::monitor::detail

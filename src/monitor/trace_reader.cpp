@@ -78,17 +78,10 @@ std::pair<memory_kind, memory_kind> copy_sides(std::string_view name) {
           memory_kind_named(name.substr(arrow + 4, close - arrow - 4))};
 }
 
-/// A JSON number as an integer; nullopt when it lies outside int64's range or is not a number,
-/// where converting the double would be undefined behaviour (found by the fuzz target).
-std::optional<std::int64_t> as_int64(double value) {
-  constexpr double limit = 9.2e18;  // just inside 2^63
-  if (!(value > -limit && value < limit)) return std::nullopt;
-  return static_cast<std::int64_t>(value);
-}
 
 /// An integer id that some writers give as a string ("stream 7", "7").
 std::optional<std::int64_t> read_id(od::value v) {
-  if (v.type() == od::json_type::number) return as_int64(v.get_double());
+  if (v.type() == od::json_type::number) return detail::double_to_int64(v.get_double());
   if (v.type() != od::json_type::string) return std::nullopt;
   std::string_view text = v.get_string();
   if (auto space = text.rfind(' '); space != std::string_view::npos) text = text.substr(space + 1);
@@ -227,7 +220,7 @@ class reader {
         if (key == "name" && v.type() == od::json_type::string) e.metadata_name = v.get_string();
         continue;
       }
-      const std::optional<std::int64_t> number = as_int64(v.get_double());
+      const std::optional<std::int64_t> number = detail::double_to_int64(v.get_double());
       if (key == "correlation") {
         e.correlation = number.value_or(-1);
       } else if (key == "stream") {
