@@ -6,6 +6,7 @@
 
 #include "monitor/json_writer.hpp"
 #include "monitor/text_format.hpp"
+#include "streamsafe/monitor/cross_rank.hpp"
 
 namespace streamsafe::monitor {
 
@@ -170,6 +171,31 @@ void write_ranks(json_writer& w, const rank_report& r) {
       .end_object();
 }
 
+void write_cross_rank(json_writer& w, const cross_rank_report& across) {
+  w.key("cross_rank").begin_object();
+  w.field("alignment", to_string(across.alignment)).field("matched_collectives", as_int(across.matched_collectives));
+  w.key("ranks").begin_array();
+  for (const rank_figures& r : across.ranks) {
+    w.begin_object()
+        .field("rank", as_int(r.rank))
+        .field("offset_us", r.offset_us)
+        .field("collectives", as_int(r.collectives))
+        .field("communication_us", r.communication_us)
+        .field("exposed_communication_us", r.exposed_communication_us)
+        .end_object();
+  }
+  w.end_array().key("steps").begin_array();
+  for (const cross_rank_step& s : across.steps) {
+    w.begin_object().field("step", as_int(s.step)).field("straggler", as_int(s.straggler));
+    w.field("straggler_lead_us", s.straggler_lead_us).key("arrivals").begin_array();
+    for (const step_arrival& a : s.arrivals) {
+      w.begin_object().field("rank", as_int(a.rank)).field("arrival_us", a.arrival_us).end_object();
+    }
+    w.end_array().end_object();
+  }
+  w.end_array().end_object();
+}
+
 /// Writes `name: [ section(rank) for every rank ]`.
 void write_section(json_writer& w, std::string_view name, std::span<const rank_report> ranks,
                    void (*section)(json_writer&, const rank_report&)) {
@@ -189,6 +215,7 @@ void write_report_json(std::ostream& out, std::span<const rank_report> ranks) {
   write_section(w, "iterations", ranks, write_iterations);
   write_section(w, "gaps", ranks, write_gaps);
   write_section(w, "findings", ranks, write_findings);
+  if (ranks.size() > 1) write_cross_rank(w, analyze_ranks(ranks));
   w.end_object();
   out << '\n';
 }

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "monitor/text_format.hpp"
+#include "streamsafe/monitor/cross_rank.hpp"
 
 namespace streamsafe::monitor {
 
@@ -73,6 +74,44 @@ void write_findings(std::ostream& out, const rank_report& r) {
 
 }  // namespace
 
+void write_cross_rank(std::ostream& out, const cross_rank_report& across) {
+  out << "== across " << across.ranks.size() << " ranks: clocks aligned on ";
+  if (across.alignment == clock_alignment::collectives) {
+    out << across.matched_collectives << " collectives (each rank's k-th communication kernel ends together)\n";
+  } else {
+    out << "the writers' clocks alone (a rank has no communication kernel)\n";
+  }
+  char offset[32];
+  for (const rank_figures& r : across.ranks) {
+    std::snprintf(offset, sizeof offset, "%+.3f us", r.offset_us);
+    out << "  rank " << r.rank << ": clock " << offset << ", " << r.collectives << " communication kernels, "
+        << format_duration(r.communication_us) << "; exposed (no compute or copy beside it) "
+        << format_duration(r.exposed_communication_us) << " (" << share(r.exposed_communication_us, r.communication_us)
+        << ")\n";
+  }
+  if (across.steps.empty()) return;
+  std::map<std::size_t, std::size_t> straggled;
+  for (const cross_rank_step& s : across.steps) {
+    if (s.straggler_lead_us > 0) ++straggled[s.straggler];
+  }
+  out << "  straggler per step (the rank whose first collective started last, and how long the first waited):";
+  constexpr std::size_t steps_shown = 10;
+  for (std::size_t i = 0; i < std::min(steps_shown, across.steps.size()); ++i) {
+    const cross_rank_step& s = across.steps[i];
+    out << (i == 0 ? " " : ", ") << "step " << s.step;
+    if (s.straggler_lead_us > 0) {
+      out << " rank " << s.straggler << " (" << format_duration(s.straggler_lead_us) << ")";
+    } else {
+      out << " even";
+    }
+  }
+  if (across.steps.size() > steps_shown) out << ", ...";
+  out << "\n ";
+  for (const auto& [rank, count] : straggled) out << " rank " << rank << " straggled in " << count << " of " << across.steps.size() << " steps;";
+  if (straggled.empty()) out << " every step even";
+  out << "\n";
+}
+
 void write_report_text(std::ostream& out, std::span<const rank_report> ranks) {
   constexpr std::size_t gaps_shown = 5;
   for (const auto& r : ranks) {
@@ -86,6 +125,7 @@ void write_report_text(std::ostream& out, std::span<const rank_report> ranks) {
     write_gaps(out, r, gaps_shown);
     write_findings(out, r);
   }
+  if (ranks.size() > 1) write_cross_rank(out, analyze_ranks(ranks));
 }
 
 }  // namespace streamsafe::monitor

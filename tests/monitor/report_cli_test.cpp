@@ -51,6 +51,30 @@ TEST(ReportCli, JsonHasPerStreamFigures) {
   EXPECT_TRUE(std::filesystem::file_size(html) > 1000);
 }
 
+const std::filesystem::path nccl_trace = std::filesystem::path(STREAMSAFE_SHARED_DATA) / "hta" / "hta_nccl_data.json.gz";
+
+TEST(ReportCli, SeveralRanksGetFiguresAcrossThem) {
+  if (!std::filesystem::exists(nccl_trace)) GTEST_SKIP() << nccl_trace << " not present";
+  // The same rank twice: the 21 all-reduces align with no offset and every step is even.
+  const auto text = run("report " + nccl_trace.string() + " " + nccl_trace.string());
+  ASSERT_EQ(text.status, 0) << text.output;
+  EXPECT_NE(text.output.find("== across 2 ranks: clocks aligned on 21 collectives"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("rank 1: clock +0.000 us, 21 communication kernels"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("every step even"), std::string::npos) << text.output;
+  const auto json = run("report --json " + nccl_trace.string() + " " + nccl_trace.string());
+  ASSERT_EQ(json.status, 0) << json.output;
+  simdjson::dom::parser parser;
+  simdjson::dom::element across = parser.parse(json.output)["cross_rank"];
+  EXPECT_EQ(std::string_view(across["alignment"]), "collectives");
+  EXPECT_EQ(int64_t(across["matched_collectives"]), 21);
+  simdjson::dom::array ranks = across["ranks"];
+  ASSERT_EQ(ranks.size(), 2u);
+  const double communication = ranks.at(1)["communication_us"];
+  const double exposed = ranks.at(1)["exposed_communication_us"];
+  EXPECT_GT(communication, 0);
+  EXPECT_LE(exposed, communication);
+}
+
 TEST(ReportCli, MalformedTraceNamesFileAndOffset) {
   const auto bad = std::filesystem::temp_directory_path() / "streamsafe_bad_trace.json";
   std::ofstream(bad) << R"({"traceEvents":[{"ph":"X",}]})";
