@@ -1,9 +1,13 @@
 #include "compare_variants.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
+#include "streamsafe/error.hpp"
 #include "streamsafe/event.hpp"
+#include "streamsafe/hazard/hazard.hpp"
+#include "streamsafe/hazard/tracked_allocator.hpp"
 
 namespace streamsafe::bench {
 
@@ -98,6 +102,17 @@ class hand_variant final : public variant {
   std::size_t next_batch_ = 0;
 };
 
+/// The loop by hand of variant_names()[k] (k >= 1), its ops through `ops`.
+std::unique_ptr<demo::hand_loop> make_loop(std::size_t k, const Device& device, demo::loop_ops& ops,
+                                           const demo::training_config& config, std::size_t depth) {
+  switch (k) {
+    case 1: return std::make_unique<demo::one_stream_loop>(device, ops, config, depth);
+    case 2: return std::make_unique<demo::four_stream_loop>(device, ops, config, demo::four_stream_options{.staging_slots = depth});
+    case 3: return std::make_unique<demo::prefetcher_loop>(device, ops, config, depth);
+    default: throw usage_error("pipeline_compare_bench: no loop by hand for variant " + std::to_string(k));
+  }
+}
+
 /// Each stage stream's busy time between two usage reports, per batch.
 double busy_per_step(const monitor::usage_report& before, const monitor::usage_report& after, const std::string& stream,
                      std::size_t steps) {
@@ -128,20 +143,37 @@ const std::vector<std::string>& variant_names() {
 
 std::vector<std::unique_ptr<variant>> make_variants(bench_device& shared, const demo::training_config& config,
                                                     std::size_t depth) {
-  const Device& device = shared.device;
-  const std::size_t bytes = config.batch_bytes();
-  const std::vector<std::string>& names = variant_names();
   std::vector<std::unique_ptr<variant>> variants;
   variants.push_back(std::make_unique<pipeline_variant>(shared, config, depth));
-  variants.push_back(std::make_unique<hand_variant>(
-      names[1], shared, std::make_unique<demo::one_stream_loop>(device, shared.ops, config, depth), bytes));
-  variants.push_back(std::make_unique<hand_variant>(
-      names[2], shared,
-      std::make_unique<demo::four_stream_loop>(device, shared.ops, config, demo::four_stream_options{.staging_slots = depth}),
-      bytes));
-  variants.push_back(std::make_unique<hand_variant>(
-      names[3], shared, std::make_unique<demo::prefetcher_loop>(device, shared.ops, config, depth), bytes));
+  for (std::size_t k = 1; k < variant_names().size(); ++k) {
+    variants.push_back(std::make_unique<hand_variant>(variant_names()[k], shared,
+                                                      make_loop(k, shared.device, shared.ops, config, depth),
+                                                      config.batch_bytes()));
+  }
   return variants;
+}
+
+std::vector<std::size_t> check_hazards(const Device& device, const demo::training_config& config, std::size_t depth,
+                                       std::size_t steps) {
+  std::vector<std::size_t> found;
+  for (std::size_t k = 0; k < variant_names().size(); ++k) {
+    caching_allocator allocator(device);
+    hazard::tracker hazards(device, hazard::policy::report);
+    if (k == 0) {
+      demo::training_step training(config, device.backend());
+      pipeline::pipeline checked(device, allocator, training.spec(depth), &hazards);
+      (void)checked.run(steps);
+    } else {
+      hazard::tracked_allocator memory(allocator, hazards);
+      demo::loop_ops ops(hazards, memory);
+      const std::unique_ptr<demo::hand_loop> loop = make_loop(k, device, ops, config, depth);
+      for (std::size_t batch = 0; batch < steps; ++batch) loop->step(batch);
+    }
+    const std::vector<hazard::hazard> all = hazards.hazards();
+    found.push_back(static_cast<std::size_t>(
+        std::count_if(all.begin(), all.end(), [](const hazard::hazard& h) { return !hazard::is_informational(h.kind); })));
+  }
+  return found;
 }
 
 config_bound measure_bound(bench_device& shared, const demo::training_config& config, std::size_t depth,

@@ -13,6 +13,7 @@
 
 #include "hand_loops.hpp"
 #include "streamsafe/alloc/caching_allocator.hpp"
+#include "streamsafe/hazard/tracker.hpp"
 #include "streamsafe/device.hpp"
 #include "streamsafe/monitor/collector.hpp"
 #include "streamsafe/pipeline/bound.hpp"
@@ -81,6 +82,11 @@ class variant {
 /// for the loops by hand).
 [[nodiscard]] std::vector<std::unique_ptr<variant>> make_variants(bench_device& shared, const demo::training_config& config,
                                                                   std::size_t depth);
+
+/// The hazards the engine (report mode) finds in each variant of `config` run `steps` batches
+/// under it, on a tracked allocator of its own: in variant_names() order. Not informational ones.
+[[nodiscard]] std::vector<std::size_t> check_hazards(const Device& device, const demo::training_config& config,
+                                                     std::size_t depth, std::size_t steps);
 
 /// The bound of `config`: the pipeline's stages run alone (run_mode::alone, `steps` batches),
 /// each stage's time alone from the collector, as `streamsafe pipeline` computes it.

@@ -5,15 +5,19 @@
 // each variant warmed up, then `reps` rounds of `steps` batches that take the variants in turn
 // (so drift over the run is shared), each variant's median, min and max step reported against
 // the bound. On sim every figure is host time (sim kernels are host loops): a smoke test, not a
-// performance figure.
+// performance figure. With --check (always on sim) each variant first runs a few batches under
+// the hazard engine (report mode): the loops by hand are the fixed ones, so 0 is expected.
 //
 // pipeline_compare_bench [--backend sim|cuda] [--configs copy_bound,sm_bound,balanced] [--steps N]
-//                        [--reps R] [--warmup W] [--alone-steps A] [--depth D] [--json]
+//                        [--reps R] [--warmup W] [--alone-steps A] [--depth D] [--check]
+//                        [--check-steps C] [--json] [--json-out FILE]
 // Exit 0: every variant ran; 2: bad options; 3: a failure.
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -34,8 +38,11 @@ const std::vector<cli::option_spec> option_specs = {
     {"reps", true, "measured runs per variant, interleaved (default 5)"},
     {"warmup", true, "batches run before measuring, per variant (default 20 on cuda, 2 on sim)"},
     {"alone-steps", true, "batches of the pipeline run stage by stage for the bound (default 10 on cuda, 2 on sim)"},
+    {"check", false, "cuda: also run each variant under the hazard engine (report mode) first; sim always does"},
+    {"check-steps", true, "batches per variant under the hazard engine (default 4)"},
     {"depth", true, "the pipeline's ring slots and the loader's pinned batches (default 2)"},
     {"json", false, "print one JSON array (an object per config and variant, every repetition) instead of the table"},
+    {"json-out", true, "also write that JSON array to this file (the table is still printed)"},
     {"help", false, "print this help"},
 };
 
@@ -47,7 +54,10 @@ struct options {
   std::size_t warmup = 0;
   std::size_t alone_steps = 0;
   std::size_t depth = 2;
+  bool check = false;
+  std::size_t check_steps = 0;
   bool json = false;
+  std::optional<std::string> json_out;
 };
 
 std::vector<std::string> split(const std::string& list) {
@@ -71,7 +81,10 @@ options options_of(const cli::args& parsed) {
   o.warmup = parsed.unsigned_or("warmup", cuda ? 20 : 2);
   o.alone_steps = parsed.unsigned_or("alone-steps", cuda ? 10 : 2);
   o.depth = parsed.unsigned_or("depth", 2);
+  o.check = parsed.has("check") || !cuda;
+  o.check_steps = parsed.unsigned_or("check-steps", 4);
   o.json = parsed.has("json");
+  o.json_out = parsed.value("json-out");
   if (o.steps < 2) throw usage_error("pipeline_compare_bench: --steps must be at least 2 (the steady step spans the batches after the first)");
   if (o.reps == 0 || o.alone_steps == 0 || o.depth == 0) throw usage_error("pipeline_compare_bench: --reps, --alone-steps and --depth must be at least 1");
   if (o.configs.empty()) throw usage_error("pipeline_compare_bench: --configs names no config");
@@ -88,6 +101,7 @@ Device device_for(backend_kind backend) {
 struct variant_result {
   std::string name;
   std::vector<repetition> reps;
+  std::optional<std::size_t> hazards;  // when checked
 };
 
 struct config_result {
@@ -101,11 +115,14 @@ config_result run_config(const options& o, const std::string& name) {
   const demo::training_config config = demo::training_config_for(name, o.backend);
   bench::bench_device shared(device_for(o.backend));
   config_result result{.config = config, .device = shared.device.name(), .bound = {}, .variants = {}};
+  // Checked first, on allocators of their own: the engine's cost never enters the figures.
+  const std::vector<std::size_t> hazards =
+      o.check ? bench::check_hazards(shared.device, config, o.depth, o.check_steps) : std::vector<std::size_t>{};
   result.bound = bench::measure_bound(shared, config, o.depth, o.alone_steps);
   std::vector<std::unique_ptr<bench::variant>> variants = bench::make_variants(shared, config, o.depth);
-  for (const auto& v : variants) {
-    v->warm_up(o.warmup);
-    result.variants.push_back({v->name(), {}});
+  for (std::size_t k = 0; k < variants.size(); ++k) {
+    variants[k]->warm_up(o.warmup);
+    result.variants.push_back({variants[k]->name(), {}, o.check ? std::optional(hazards[k]) : std::nullopt});
   }
   for (std::size_t r = 0; r < o.reps; ++r) {
     for (std::size_t k = 0; k < variants.size(); ++k) result.variants[k].reps.push_back(variants[k]->measure(o.steps));
@@ -139,8 +156,8 @@ void print_table(const options& o, const config_result& c) {
   std::printf("bound %.1f us (%s; H2D %.1f, SMs %.1f; stages alone:", b.bound_us, std::string(pipeline::resource_name(b.limit)).c_str(),
               b.h2d_us, b.sm_us);
   for (const pipeline::stage_time& s : c.bound.stages) std::printf(" %s %.1f", s.name.c_str(), s.alone_us);
-  std::printf(")\n%-13s %10s %21s %10s %9s %7s %6s %8s\n", "variant", "step us", "min-max us", "step/bound", "H2D GB/s",
-              "allocs", "syncs", "blocked");
+  std::printf(")\n%-13s %10s %21s %10s %9s %7s %6s %8s %8s\n", "variant", "step us", "min-max us", "step/bound", "H2D GB/s",
+              "allocs", "syncs", "blocked", "hazards");
   for (const variant_result& v : c.variants) {
     const spread step = spread_of(v.reps, [](const repetition& r) { return r.step_us; });
     const spread h2d = spread_of(v.reps, [](const repetition& r) { return r.h2d_gbps; });
@@ -148,8 +165,9 @@ void print_table(const options& o, const config_result& c) {
     const spread syncs = spread_of(v.reps, [](const repetition& r) { return r.loop_host_syncs; });
     const spread blocked = spread_of(v.reps, [](const repetition& r) { return r.blocked_waits; });
     const std::string range = std::to_string(static_cast<long long>(step.min)) + "-" + std::to_string(static_cast<long long>(step.max));
-    std::printf("%-13s %10.1f %21s %10.3f %9.2f %7.0f %6.0f %8.0f\n", v.name.c_str(), step.median, range.c_str(),
-                ratio(step.median, b.bound_us), h2d.median, allocs.median, syncs.median, blocked.median);
+    const std::string hazards = v.hazards ? std::to_string(*v.hazards) : "-";
+    std::printf("%-13s %10.1f %21s %10.3f %9.2f %7.0f %6.0f %8.0f %8s\n", v.name.c_str(), step.median, range.c_str(),
+                ratio(step.median, b.bound_us), h2d.median, allocs.median, syncs.median, blocked.median, hazards.c_str());
   }
   if (o.backend == backend_kind::sim) std::printf("(sim: host times, sim kernels are host loops; not performance figures)\n");
   std::printf("\n");
@@ -169,7 +187,8 @@ void print_json_object(std::ostream& out, const options& o, const config_result&
         << "\",\"alone_us\":" << s.alone_us << "}";
   }
   out << "],\"median_step_us\":" << step.median << ",\"min_step_us\":" << step.min << ",\"max_step_us\":" << step.max
-      << ",\"step_over_bound\":" << ratio(step.median, b.bound_us) << ",\"repetitions\":[";
+      << ",\"step_over_bound\":" << ratio(step.median, b.bound_us) << ",\"checked\":" << (v.hazards ? "true" : "false")
+      << ",\"hazards\":" << (v.hazards ? std::to_string(*v.hazards) : "null") << ",\"repetitions\":[";
   for (std::size_t k = 0; k < v.reps.size(); ++k) {
     const repetition& r = v.reps[k];
     out << (k == 0 ? "" : ",") << "{\"step_us\":" << r.step_us << ",\"wall_step_us\":" << r.wall_step_us
@@ -180,7 +199,7 @@ void print_json_object(std::ostream& out, const options& o, const config_result&
   out << "]}";
 }
 
-void print_json(const options& o, const std::vector<config_result>& results) {
+std::string json_of(const options& o, const std::vector<config_result>& results) {
   std::ostringstream out;
   out.setf(std::ios::fixed);
   out.precision(3);
@@ -194,7 +213,7 @@ void print_json(const options& o, const std::vector<config_result>& results) {
     }
   }
   out << "\n]\n";
-  std::cout << out.str();
+  return out.str();
 }
 
 int run(const std::vector<std::string>& argv) {
@@ -202,7 +221,7 @@ int run(const std::vector<std::string>& argv) {
   if (parsed.has("help")) {
     std::cout << cli::usage("pipeline_compare_bench",
                             "[--backend sim|cuda] [--configs a,b] [--steps N] [--reps R] [--warmup W] [--alone-steps A] "
-                            "[--depth D] [--json]",
+                            "[--depth D] [--check] [--check-steps C] [--json] [--json-out FILE]",
                             option_specs);
     return 0;
   }
@@ -212,7 +231,13 @@ int run(const std::vector<std::string>& argv) {
     results.push_back(run_config(o, name));
     if (!o.json) print_table(o, results.back());
   }
-  if (o.json) print_json(o, results);
+  const std::string json = json_of(o, results);
+  if (o.json) std::cout << json;
+  if (o.json_out) {
+    std::ofstream file(*o.json_out);
+    file << json;
+    if (!file) throw error("pipeline_compare_bench: cannot write --json-out " + *o.json_out);
+  }
   return 0;
 }
 
