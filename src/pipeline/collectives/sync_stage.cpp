@@ -31,11 +31,15 @@ void publish_bucket(pipeline::stage_context& ctx, const sync_spec& sync, std::ui
 pipeline::stage_spec sync_stage(const sync_spec& sync) {
   check(sync);
   std::vector<std::string> signals;
-  for (const bucket& b : sync.plan->buckets()) signals.push_back(bucket_signal(sync, b.id));
-  auto body = [sync, signals](pipeline::stage_context& ctx) {
+  std::vector<collective_label> labels;  // made once: the loop only passes them
+  for (const bucket& b : sync.plan->buckets()) {
+    signals.push_back(bucket_signal(sync, b.id));
+    labels.push_back({.bucket = b.id, .name = b.name});
+  }
+  auto body = [sync, signals, labels](pipeline::stage_context& ctx) {
     sync.comm->begin_step(ctx.batch());
     for (const bucket& b : sync.plan->buckets()) {
-      ctx.all_reduce(*sync.comm, signals[b.id], sync.gradients, b.offset, b.bytes, {.bucket = b.id, .name = b.name});
+      ctx.all_reduce(*sync.comm, signals[b.id], sync.gradients, b.offset, b.bytes, labels[b.id]);
     }
   };
   pipeline::stage_spec stage;
