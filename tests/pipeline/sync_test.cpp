@@ -95,7 +95,8 @@ TEST_P(PipelineSync, TheFirstBucketIsReducedWhileLaterBucketsAreStillQueued) {
 }
 
 // Rank 1 lists its parameters in another order, so its plan (and its first collective) differs:
-// every rank's run ends with a pipeline_error of the sync stage carrying both sequences.
+// every rank's run ends with a pipeline_error (batch 0, raised at the fence that saw the failed
+// collective) naming the comm stream and carrying both sequences.
 TEST_P(PipelineSync, ARankWithAnotherCollectiveOrderIsReportedWithBothSequences) {
   const std::vector<collectives::gradient> grads = model_gradients();
   const std::vector<collectives::gradient> reversed(grads.rbegin(), grads.rend());
@@ -120,6 +121,7 @@ TEST_P(PipelineSync, ARankWithAnotherCollectiveOrderIsReportedWithBothSequences)
                                    describe_first(0, plan)))
         << "rank " << r;
     EXPECT_FALSE(stages[static_cast<std::size_t>(r)].empty()) << "rank " << r << ": " << failure;
+    EXPECT_THAT(failure, HasSubstr("on stream 'sync' failed")) << "rank " << r;
   }
 }
 

@@ -52,8 +52,10 @@ void publish_bucket(pipeline::stage_context& ctx, const sync_spec& sync, std::ui
 
 /// The comm stage (resource network): at each batch it starts the communicator's step (the order
 /// check compares each batch's collectives across ranks), then all-reduces every bucket in the
-/// plan's order, each after its own signal. A rank whose order differs ends the run with the
-/// communicator's order_mismatch inside a pipeline_error naming this stage and the batch.
+/// plan's order, each after its own signal. A rank whose order differs ends the run with a
+/// pipeline_error carrying the batch and the communicator's text (both sequences): on sim the
+/// collective fails as a kernel of the comm stream, so the error names that stream and is raised
+/// by the first fence that sees it (the stage it names may be a later one, such as the step).
 [[nodiscard]] pipeline::stage_spec sync_stage(const sync_spec& sync);
 
 }  // namespace streamsafe::collectives
