@@ -80,11 +80,8 @@ training_step::training_step(training_config config, backend_kind backend, colle
       blas_(backend == backend_kind::cuda),
       plan_(layer_gradients(config_), config_.bucket_cap),
       own_comm_(comm == nullptr ? one_rank_communicator(backend) : nullptr),
-      comm_(comm == nullptr ? own_comm_.get() : comm) {}
-
-collectives::sync_spec training_step::sync() const {
-  return {.name = "sync", .gradients = "grads", .plan = &plan_, .comm = comm_, .stream = {}};
-}
+      comm_(comm == nullptr ? own_comm_.get() : comm),
+      sync_{.name = "sync", .gradients = "grads", .plan = &plan_, .comm = comm_, .stream = {}} {}
 
 pipeline::pipeline_spec training_step::spec(std::size_t depth) {
   const image_shape shape = config_.shape;
@@ -111,7 +108,7 @@ pipeline::pipeline_spec training_step::spec(std::size_t depth) {
                                           {ctx.buffer("images")}, {ctx.buffer("pixels")});
                              }});
   spec.stages.push_back(compute_stage());
-  spec.stages.push_back(collectives::sync_stage(sync()));
+  spec.stages.push_back(collectives::sync_stage(sync_));
   spec.stages.push_back(step_stage());
   return spec;
 }
@@ -144,7 +141,7 @@ stage_spec training_step::compute_stage() {
       ctx.launch(gemm_kernel(a(l), d(l + 1), reinterpret_cast<float*>(grad(l).data()), {h, h, rows, true, false}, blas_.get()),
                  {act_bytes, delta_bytes}, {grad(l)});
       const collectives::bucket& bucket = plan_.bucket_of(l);
-      if (bucket.gradients.back() == l) collectives::publish_bucket(ctx, sync(), bucket.id);
+      if (bucket.gradients.back() == l) collectives::publish_bucket(ctx, sync_, bucket.id);
       if (l == 0) continue;
       ctx.launch(gemm_kernel(d(l + 1), w(l), d(l), {rows, h, h, false, true}, blas_.get()),
                  {delta_bytes, ctx.buffer("weights")}, {delta_bytes});
@@ -159,7 +156,7 @@ stage_spec training_step::compute_stage() {
                       {.name = "grads", .bytes = plan_.total_bytes()},
                       {.name = "loss", .bytes = floats(1)},
                       {.name = "loss_host", .bytes = floats(1), .place = memory_place::pinned}},
-          .publishes = collectives::bucket_signals(sync()),
+          .publishes = collectives::bucket_signals(sync_),
           .body = body};
 }
 

@@ -62,12 +62,12 @@ class training_step {
  private:
   [[nodiscard]] pipeline::stage_spec compute_stage();
   [[nodiscard]] pipeline::stage_spec step_stage();
-  [[nodiscard]] collectives::sync_spec sync() const;
   training_config config_;
   blas_handle blas_;
   collectives::bucket_plan plan_;
   std::unique_ptr<collectives::communicator> own_comm_;
   collectives::communicator* comm_;
+  collectives::sync_spec sync_;  // points into plan_ and comm_
   float last_loss_ = 0;
   std::function<void(std::size_t)> progress_;
 };
