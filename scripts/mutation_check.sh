@@ -130,6 +130,9 @@ mutation_in pipeline_sync_test:*TheCommStageReducesEachBucket* pipeline-reduces-
   '  wait_signal(stage, batch, s);  // the bucket'"'"'s producer wrote it before the collective reads it' ''
 mutation_in pipeline_sync_test:*TheStepReadsTheSums* pipeline-step-skips-reduce "$graph" \
   '    for (std::size_t m = 0; m < k; ++m) add_eager(graph, m, k);' ''
+# Overlap: every all-reduce waits for the last bucket's signal (the whole of backward).
+mutation_in pipeline_sync_test:*TheFirstBucketIsReduced* pipeline-sync-waits-for-all-of-backward src/pipeline/collectives/sync_stage.cpp \
+  'ctx.all_reduce(*sync.comm, signals[b.id], ' 'ctx.all_reduce(*sync.comm, signals.back(), '
 
 selected=()
 is_selected() {
