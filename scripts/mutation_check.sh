@@ -126,6 +126,18 @@ mutation_in pipeline_training_test:*ComputeReadsTheWeights* pipeline-skips-initi
 mutation_in pipeline_training_test:*TheStepFollows* pipeline-step-skips-unread-stages "$session" \
   'for (const std::size_t e : graph.stages[stage].eager) wait_end(stage, graph.edges[e].from, batch, events_[slot].edges[e]);' ';'
 
+# The sync stage (tests/pipeline/sync_test.cpp, 2 and 4 sim ranks): the comm stream's wait for the
+# bucket's producer (backward starved: the all-reduce sums stale bytes), and the step stage's wait
+# for the comm stage (comm starved: the step reads one rank's gradients instead of the sum).
+graph=src/pipeline/stage_graph.cpp
+mutation_in pipeline_sync_test:*TheCommStageReducesEachBucket* pipeline-reduces-before-bucket-ready "$session" \
+  '  wait_signal(stage, batch, s);  // the bucket'"'"'s producer wrote it before the collective reads it' ''
+mutation_in pipeline_sync_test:*TheStepReadsTheSums* pipeline-step-skips-reduce "$graph" \
+  '    for (std::size_t m = 0; m < k; ++m) add_eager(graph, m, k);' ''
+# Overlap: every all-reduce waits for the last bucket's signal (the whole of backward).
+mutation_in pipeline_sync_test:*TheFirstBucketIsReduced* pipeline-sync-waits-for-all-of-backward src/pipeline/collectives/sync_stage.cpp \
+  'ctx.all_reduce(*sync.comm, signals[b.id], ' 'ctx.all_reduce(*sync.comm, signals.back(), '
+
 selected=()
 is_selected() {
   [ ${#selected[@]} -eq 0 ] && return 0

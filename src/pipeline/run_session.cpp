@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "streamsafe/hazard/tracker.hpp"
+#include "streamsafe/pipeline/collectives/communicator.hpp"
 
 namespace streamsafe::pipeline::detail {
 
@@ -399,6 +400,39 @@ void run_session::publish(std::size_t stage, std::size_t slot, std::size_t batch
 
 void run_session::wait_for(std::size_t stage, std::size_t batch, std::string_view signal) {
   wait_signal(stage, batch, signal_index(stage, signal, false));
+}
+
+byte_span run_session::covered(std::size_t stage, std::size_t slot, std::size_t signal, std::string_view buffer,
+                               byte_range range) const {
+  for (const std::size_t b : owner_.graph.signal_buffers[signal]) {
+    if (owner_.graph.buffers[b].spec.name != buffer) continue;
+    const byte_span whole = memory_->at(b, slot);
+    if (range.offset > whole.size() || range.bytes > whole.size() - range.offset) {
+      throw usage_error("pipeline: stage '" + stage_name(stage) + "': all_reduce of bytes [" + std::to_string(range.offset) +
+                        ", " + std::to_string(range.offset + range.bytes) + ") of '" + std::string(buffer) + "', a buffer of " +
+                        std::to_string(whole.size()));
+    }
+    return whole.subspan(range.offset, range.bytes);
+  }
+  throw usage_error("pipeline: stage '" + stage_name(stage) + "': all_reduce of '" + std::string(buffer) +
+                    "', which signal '" + owner_.graph.signals[signal] + "' does not cover");
+}
+
+void run_session::all_reduce(std::size_t stage, std::size_t slot, std::size_t batch, collectives::communicator& comm,
+                             std::string_view signal, std::string_view buffer, byte_range range,
+                             const collectives::collective_label& label) {
+  const std::size_t s = signal_index(stage, signal, false);
+  const byte_span bytes = covered(stage, slot, s, buffer, range);
+  wait_signal(stage, batch, s);  // the bucket's producer wrote it before the collective reads it
+  const StreamRef stream = owner_.streams[stage];
+  if (owner_.hazards != nullptr) {
+    // The collective is enqueued by the communicator, not as a kernel: a no-op marker just before
+    // it on the same stream stands for its read and write, so the engine checks them in order.
+    const kernel marker{.name = "all_reduce '" + label.name + "'", .cuda = [](native_stream) {}, .sim = [] {}};
+    owner_.hazards->on(stream).reads(bytes.data(), bytes.size()).writes(bytes.data(), bytes.size()).launch(marker);
+  }
+  comm.all_reduce(bytes.data(), bytes.size() / sizeof(float), collectives::data_type::float32, collectives::reduce_op::sum,
+                  stream, label);
 }
 
 void run_session::synchronize(std::size_t stage) {

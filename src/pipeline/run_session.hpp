@@ -41,6 +41,12 @@ struct slot_events {
   std::vector<PooledEvent> signals;
 };
 
+/// Part of a buffer: `bytes` bytes from `offset`.
+struct byte_range {
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+};
+
 class run_session {
  public:
   run_session(pipeline::state& owner, run_mode mode);
@@ -61,6 +67,9 @@ class run_session {
   void copy(std::size_t stage, byte_span dst, const_byte_span src);
   void publish(std::size_t stage, std::size_t slot, std::size_t batch, std::string_view signal);
   void wait_for(std::size_t stage, std::size_t batch, std::string_view signal);
+  void all_reduce(std::size_t stage, std::size_t slot, std::size_t batch, collectives::communicator& comm,
+                  std::string_view signal, std::string_view buffer, byte_range range,
+                  const collectives::collective_label& label);
   void synchronize(std::size_t stage);
 
  private:
@@ -79,6 +88,8 @@ class run_session {
   void initialize_stages();
   void wait_initialized(std::size_t stage, std::size_t writer);
   [[nodiscard]] std::vector<std::size_t> host_fence() const;
+  [[nodiscard]] byte_span covered(std::size_t stage, std::size_t slot, std::size_t signal, std::string_view buffer,
+                                  byte_range range) const;
   [[nodiscard]] std::size_t signal_index(std::size_t stage, std::string_view signal, bool publishing) const;
   void drain() noexcept;
   void count_loop(const allocator_stats& before, const allocator_stats& after, run_stats& stats) const;

@@ -20,6 +20,11 @@ void stage_context::copy(std::string_view dst, std::string_view src) {
 
 void stage_context::publish(std::string_view signal) { session_.publish(stage_, slot_, batch_, signal); }
 void stage_context::wait_for(std::string_view signal) { session_.wait_for(stage_, batch_, signal); }
+void stage_context::all_reduce(collectives::communicator& comm, std::string_view signal, std::string_view buffer,
+                               std::size_t offset, std::size_t bytes, const collectives::collective_label& label) {
+  session_.all_reduce(stage_, slot_, batch_, comm, signal, buffer, detail::byte_range{offset, bytes}, label);
+}
+
 void stage_context::synchronize() { session_.synchronize(stage_); }
 
 }  // namespace streamsafe::pipeline

@@ -30,11 +30,28 @@ TEST(PipelineCli, SimJsonHasNoHazardNoLoopAllocationAndTheBound) {
     EXPECT_GT(number(result.output, "efficiency"), 0) << result.output;
     EXPECT_GE(number(result.output, "h2d_gbps"), 0) << result.output;
     EXPECT_THAT(result.output, ::testing::HasSubstr("\"checked\":true"));
-    for (const char* stage : {"h2d", "preprocess", "compute", "step"}) {
+    for (const char* stage : {"h2d", "preprocess", "compute", "sync", "step"}) {
       EXPECT_THAT(result.output, ::testing::HasSubstr(std::string("{\"name\":\"") + stage + "\",\"stream\":\"" + stage + "\""));
     }
     EXPECT_THAT(result.output, ::testing::ContainsRegex("\"alone_us\":[0-9.]+,\"busy_us\":[0-9.]+"));
   }
+}
+
+TEST(PipelineCli, SyncStageShowsItsBucketsAndTheNetworkInTheBound) {
+  const auto result = run("pipeline --backend sim --json --steps 4 --ranks 2 --bucket-mib 0.015625");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(figure(result.output, "ranks"), 2);
+  EXPECT_EQ(figure(result.output, "bucket_cap_bytes"), 16384);
+  EXPECT_EQ(figure(result.output, "buckets"), 2) << result.output;
+  EXPECT_THAT(result.output, ::testing::HasSubstr("\"bucket_bytes\":[16384,16384]"));
+  EXPECT_THAT(result.output, ::testing::HasSubstr("\"communicator\":\"sim rank 0/2\""));
+  EXPECT_THAT(result.output, ::testing::HasSubstr("{\"name\":\"sync\",\"stream\":\"sync\",\"resource\":\"network\""));
+  EXPECT_GT(number(result.output, "network_us"), 0) << result.output;
+  EXPECT_EQ(figure(result.output, "hazards"), 0) << result.output;
+  EXPECT_EQ(figure(result.output, "loop_allocations"), 0) << result.output;
+  const auto cuda = run("pipeline --backend cuda --ranks 2");
+  EXPECT_EQ(cuda.exit_code, 2);
+  EXPECT_THAT(cuda.output, ::testing::HasSubstr("--ranks above 1 runs on sim only"));
 }
 
 TEST(PipelineCli, DepthIsConfigurable) {
@@ -64,6 +81,8 @@ TEST(PipelineCli, TextTellsWhereTheTimeWent) {
   const auto result = run("pipeline --backend sim --steps 4");
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, ::testing::HasSubstr("bound:"));
+  EXPECT_THAT(result.output, ::testing::ContainsRegex("network [0-9.]+\\)"));
+  EXPECT_THAT(result.output, ::testing::ContainsRegex("sync: +sim rank 0/1, [0-9]+ bucket\\(s\\) of"));
   EXPECT_THAT(result.output, ::testing::HasSubstr("efficiency"));
   EXPECT_THAT(result.output, ::testing::HasSubstr("loop:  0 allocations, 0 frees, 0 host syncs"));
   EXPECT_THAT(result.output, ::testing::HasSubstr("hazards: 0"));

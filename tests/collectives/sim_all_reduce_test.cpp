@@ -3,8 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 
 #include "rank_setup.hpp"
 #include "streamsafe/event.hpp"
@@ -62,33 +60,6 @@ TEST_P(SimAllReduce, IssuesBucketsInThePlansOrderOnEveryRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, SimAllReduce, rank_modes(), rank_mode_name);
-
-/// Holds the producer stream until the host opens it; a gate never opened gives up after a
-/// long while, so a broken overlap fails the test instead of hanging it.
-class gate {
- public:
-  void pass() {
-    std::unique_lock lock(mutex_);
-    if (!opened_.wait_for(lock, std::chrono::seconds(20), [&] { return open_; })) gave_up_ = true;
-  }
-  void open() {
-    {
-      std::lock_guard lock(mutex_);
-      open_ = true;
-    }
-    opened_.notify_all();
-  }
-  [[nodiscard]] bool gave_up() {
-    std::lock_guard lock(mutex_);
-    return gave_up_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable opened_;
-  bool open_ = false;
-  bool gave_up_ = false;
-};
 
 // Bucket 0's all-reduce must finish while later buckets' backward is still queued behind a
 // closed gate on the producer stream: the reduction overlaps the rest of backward by order,

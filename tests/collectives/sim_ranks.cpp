@@ -6,6 +6,24 @@
 
 namespace streamsafe::collectives::testing {
 
+void gate::pass() {
+  std::unique_lock lock(mutex_);
+  if (!opened_.wait_for(lock, std::chrono::seconds(20), [&] { return open_; })) gave_up_ = true;
+}
+
+void gate::open() {
+  {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+  }
+  opened_.notify_all();
+}
+
+bool gate::gave_up() {
+  std::lock_guard lock(mutex_);
+  return gave_up_;
+}
+
 std::vector<gradient> model_gradients() {
   return {{"fc1.weight", 4096}, {"fc1.bias", 256}, {"fc2.weight", 8192},
           {"fc2.bias", 128},    {"fc3.weight", 2048}, {"fc3.bias", 64}};

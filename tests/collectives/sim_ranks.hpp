@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -18,6 +20,21 @@
 #include "streamsafe/stream.hpp"
 
 namespace streamsafe::collectives::testing {
+
+/// Holds a stream's worker until another stream's kernel (or the host) opens it; a gate never
+/// opened gives up after 20 s, so a broken overlap fails the test instead of hanging it.
+class gate {
+ public:
+  void pass();
+  void open();
+  [[nodiscard]] bool gave_up();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
+  bool gave_up_ = false;
+};
 
 /// Gradients of three layers; with kSmallCap they make 4 buckets of different sizes.
 std::vector<gradient> model_gradients();

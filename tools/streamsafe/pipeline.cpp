@@ -1,20 +1,25 @@
 // streamsafe pipeline [--backend sim|cuda] [--config copy_bound|sm_bound|balanced] [--steps N]
-//                     [--depth D] [--json] [--out DIR] [--check]:
-// runs a synthetic four-stage training step (H2D copy of a uint8 batch, preprocess, an MLP's
-// forward and backward, an SGD step) on the pipeline, and prints each stage's time alone, the
-// bound, the measured step, the efficiency, the H2D rate, host syncs and allocations in the loop,
-// and the hazards the engine found. sim is always checked under the hazard engine (report mode);
+//                     [--depth D] [--ranks N] [--bucket-mib M] [--json] [--out DIR] [--check]:
+// runs a synthetic five-stage training step (H2D copy of a uint8 batch, preprocess, an MLP's
+// forward and backward, the all-reduce of its gradient buckets, an SGD step) on the pipeline, and
+// prints each stage's time alone, the bound, the measured step, the efficiency, the H2D rate, the
+// all-reduce's time and the fraction of it hidden behind the other stages, host syncs and
+// allocations in the loop, and the hazards the engine found. --ranks N (sim only) runs N sim
+// devices in one process, one host thread and pipeline per rank; rank 0's figures are printed. sim is always checked under the hazard engine (report mode);
 // cuda with --check. The checked run is a separate run before the measured ones, so the engine's
 // cost never enters the figures. On sim, every time is host time (sim kernels are host loops).
 // Exit 0: ran (whatever it found); 2: bad options; 3: a failure (named with its batch and stage).
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "args.hpp"
@@ -29,6 +34,7 @@
 #include "streamsafe/monitor/chrome_trace.hpp"
 #include "streamsafe/monitor/collector.hpp"
 #include "streamsafe/pipeline/bound.hpp"
+#include "streamsafe/pipeline/collectives/sim_communicator.hpp"
 #include "streamsafe/pipeline/pipeline.hpp"
 #include "training_pipeline.hpp"
 
@@ -41,6 +47,8 @@ const std::vector<option_spec> pipeline_options_spec = {
     {"config", true, "copy_bound, sm_bound or balanced (default balanced)"},
     {"steps", true, "batches in the measured run (default 40 on sim, 200 on cuda)"},
     {"depth", true, "ring slots: batches in flight (default 2)"},
+    {"ranks", true, "sim only: ranks all-reducing the gradients, one sim device and host thread each (default 1)"},
+    {"bucket-mib", true, "the gradient buckets' cap in MiB, fractions allowed (default 25 on cuda, one layer on sim)"},
     {"json", false, "print one JSON object instead of text"},
     {"out", true, "write pipeline.json and a Perfetto timeline of a few steps (pipeline_trace.json) there"},
     {"check", false, "cuda: also run under the hazard engine (report mode) first; sim always does"},
@@ -56,6 +64,8 @@ struct pipeline_setup {
   std::string config;
   std::size_t steps = 0;
   std::size_t depth = 2;
+  std::size_t ranks = 1;
+  std::optional<std::size_t> bucket_cap;  // bytes; default: the config's
   bool check = false;
   std::optional<std::string> out;
 };
@@ -72,9 +82,24 @@ struct measurement {
   pipeline::run_stats loop;
   pipeline::bound_report bound;
   double h2d_gbps = 0;
+  /// The share of the all-reduce's time alone that did not lengthen the step: 1 - max(0, step -
+  /// the bound of the other resources) / the all-reduce alone, clamped to [0, 1].
+  double allreduce_hidden = 0;
   std::size_t collector_ops = 0;
   bool collector_active = false;
 };
+
+std::size_t bucket_bytes(const std::string& mib) {
+  double value = 0;
+  try {
+    value = std::stod(mib);
+  } catch (const std::exception&) {
+    value = 0;
+  }
+  const auto bytes = static_cast<std::size_t>(value * 1024 * 1024);
+  if (bytes < sizeof(float)) throw usage_error("streamsafe pipeline: --bucket-mib must be a positive number, not '" + mib + "'");
+  return bytes;
+}
 
 pipeline_setup setup_of(const args& parsed) {
   pipeline_setup setup;
@@ -86,6 +111,12 @@ pipeline_setup setup_of(const args& parsed) {
   setup.depth = parsed.unsigned_or("depth", 2);
   if (setup.steps < 2) throw usage_error("streamsafe pipeline: --steps must be at least 2");
   if (setup.depth == 0) throw usage_error("streamsafe pipeline: --depth must be at least 1");
+  setup.ranks = parsed.unsigned_or("ranks", 1);
+  if (setup.ranks == 0) throw usage_error("streamsafe pipeline: --ranks must be at least 1");
+  if (setup.ranks > 1 && setup.backend == backend_kind::cuda) {
+    throw usage_error("streamsafe pipeline: --ranks above 1 runs on sim only (one process holds one cuda rank)");
+  }
+  if (const auto mib = parsed.value("bucket-mib")) setup.bucket_cap = bucket_bytes(*mib);
   setup.check = parsed.has("check") || setup.backend == backend_kind::sim;
   setup.out = parsed.value("out");
   return setup;
@@ -125,15 +156,23 @@ std::vector<double> busy_per_step(const monitor::usage_report& before, const mon
   return busy;
 }
 
+double hidden_fraction(const pipeline::bound_report& bound) {
+  if (bound.network_us <= 0) return 1;
+  const double others = std::max({bound.h2d_us, bound.d2h_us, bound.sm_us});
+  const double exposed = std::max(0.0, bound.step_us - others);
+  return std::clamp(1 - exposed / bound.network_us, 0.0, 1.0);
+}
+
 measurement measure(const Device& device, caching_allocator& allocator, demo::training_step& training,
-                    const pipeline_setup& setup, monitor::collector& collector) {
+                    const pipeline_setup& setup, monitor::collector& collector, bool lead) {
   measurement m;
   m.collector_active = collector.status() == monitor::collector_status::active;
   pipeline::pipeline measured(device, allocator, training.spec(setup.depth));
   const monitor::usage_report start = collector.usage();
   (void)measured.run(alone_steps, pipeline::run_mode::alone);
   const monitor::usage_report alone = collector.usage();
-  const auto progress = progress_line("pipeline", setup.steps, std::to_string(setup.steps) + " steps");
+  const std::function<void(std::uint64_t)> progress =
+      lead ? progress_line("pipeline", setup.steps, std::to_string(setup.steps) + " steps") : nullptr;
   if (progress) training.on_batch([&progress](std::size_t batch) { progress(batch + 1); });
   m.loop = measured.run(setup.steps);
   training.on_batch(nullptr);
@@ -148,8 +187,28 @@ measurement measure(const Device& device, caching_allocator& allocator, demo::tr
   m.bound = pipeline::compute_bound(m.stages, step_us);
   const double h2d_busy = m.stages.front().busy_us;
   m.h2d_gbps = h2d_busy > 0 ? static_cast<double>(training.config().batch_bytes()) / (h2d_busy * 1e3) : 0;
+  m.allreduce_hidden = hidden_fraction(m.bound);
   m.collector_ops = collector.ops_seen();
   return m;
+}
+
+// The sync stage's figures: ranks, the bucket plan, the all-reduce alone and how much of it hid.
+std::string sync_json(const pipeline_setup& setup, const demo::training_step& training, const measurement& m) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(3);
+  const collectives::bucket_plan& plan = training.plan();
+  out << ",\"ranks\":" << setup.ranks << ",\"communicator\":\"" << training.communicator().name()
+      << "\",\"bucket_cap_bytes\":" << plan.cap_bytes() << ",\"buckets\":" << plan.buckets().size() << ",\"bucket_bytes\":[";
+  for (std::size_t b = 0; b < plan.buckets().size(); ++b) out << (b == 0 ? "" : ",") << plan.buckets()[b].bytes;
+  out << "],\"allreduce_us\":" << m.bound.network_us << ",\"allreduce_hidden\":" << m.allreduce_hidden;
+  return out.str();
+}
+
+std::string bucket_sizes(const collectives::bucket_plan& plan) {
+  std::string sizes;
+  for (const collectives::bucket& b : plan.buckets()) sizes += (sizes.empty() ? "" : ", ") + std::to_string(b.bytes);
+  return sizes;
 }
 
 std::string json_of(const pipeline_setup& setup, const Device& device, const demo::training_step& training,
@@ -161,14 +220,15 @@ std::string json_of(const pipeline_setup& setup, const Device& device, const dem
       << "\",\"config\":\"" << setup.config << "\",\"steps\":" << setup.steps << ",\"depth\":" << setup.depth
       << ",\"step_us\":" << m.bound.step_us << ",\"loop_us\":" << m.loop.loop_us << ",\"bound_us\":" << m.bound.bound_us
       << ",\"bound_resource\":\"" << pipeline::resource_name(m.bound.limit) << "\",\"h2d_us\":" << m.bound.h2d_us
-      << ",\"sm_us\":" << m.bound.sm_us << ",\"efficiency\":" << m.bound.efficiency << ",\"h2d_gbps\":" << m.h2d_gbps
+      << ",\"sm_us\":" << m.bound.sm_us << ",\"network_us\":" << m.bound.network_us << ",\"efficiency\":" << m.bound.efficiency << ",\"h2d_gbps\":" << m.h2d_gbps
       << ",\"batch_bytes\":" << training.config().batch_bytes() << ",\"loop_allocations\":" << m.loop.loop_allocations
       << ",\"loop_frees\":" << m.loop.loop_frees << ",\"loop_host_syncs\":" << m.loop.loop_host_syncs
       << ",\"fence_waits\":" << m.loop.fence_waits << ",\"fence_waits_blocked\":" << m.loop.fence_waits_blocked
       << ",\"loop_events_created\":" << m.loop.loop_events_created << ",\"events\":" << m.loop.events
       << ",\"checked\":" << (hazards.checked ? "true" : "false") << ",\"hazards\":" << hazards.hazards
       << ",\"informational_findings\":" << hazards.informational << ",\"collector_active\":"
-      << (m.collector_active ? "true" : "false") << ",\"last_loss\":" << training.last_loss() << ",\"stages\":[";
+      << (m.collector_active ? "true" : "false") << ",\"last_loss\":" << training.last_loss() << sync_json(setup, training, m)
+      << ",\"stages\":[";
   for (std::size_t k = 0; k < m.stages.size(); ++k) {
     const pipeline::stage_time& s = m.stages[k];
     out << (k == 0 ? "" : ",") << "{\"name\":\"" << s.name << "\",\"stream\":\"" << s.name << "\",\"resource\":\""
@@ -181,9 +241,9 @@ std::string json_of(const pipeline_setup& setup, const Device& device, const dem
 void print_text(const pipeline_setup& setup, const Device& device, const demo::training_step& training,
                 const measurement& m, const hazard_summary& hazards) {
   const demo::training_config& c = training.config();
-  std::printf("pipeline %s on %s: %zu images of %zux%zu, %zu layer(s) of %zu, depth %zu, %zu steps\n", setup.config.c_str(),
-              device.name().c_str(), c.shape.images, c.shape.height, c.shape.width, c.layers, c.hidden, setup.depth,
-              setup.steps);
+  std::printf("pipeline %s on %s: %zu images of %zux%zu, %zu layer(s) of %zu, depth %zu, %zu steps, %zu rank(s)\n",
+              setup.config.c_str(), device.name().c_str(), c.shape.images, c.shape.height, c.shape.width, c.layers, c.hidden,
+              setup.depth, setup.steps, setup.ranks);
   if (setup.backend == backend_kind::sim) std::printf("(sim: every time is host time; sim kernels are host loops)\n");
   if (!m.collector_active) std::printf("(the monitor's collector is inactive: busy times are 0)\n");
   std::printf("%-12s %-10s %12s %12s\n", "stage", "resource", "alone us", "busy us");
@@ -191,8 +251,12 @@ void print_text(const pipeline_setup& setup, const Device& device, const demo::t
     std::printf("%-12s %-10s %12.1f %12.1f\n", s.name.c_str(), std::string(pipeline::resource_name(s.resource)).c_str(),
                 s.alone_us, s.busy_us);
   }
-  std::printf("bound: %.1f us (%s; H2D %.1f, SMs %.1f)\n", m.bound.bound_us,
-              std::string(pipeline::resource_name(m.bound.limit)).c_str(), m.bound.h2d_us, m.bound.sm_us);
+  std::printf("bound: %.1f us (%s; H2D %.1f, SMs %.1f, network %.1f)\n", m.bound.bound_us,
+              std::string(pipeline::resource_name(m.bound.limit)).c_str(), m.bound.h2d_us, m.bound.sm_us, m.bound.network_us);
+  const collectives::bucket_plan& plan = training.plan();
+  std::printf("sync:  %s, %zu bucket(s) of %s B (cap %zu B); all-reduce %.1f us alone, %.0f%% hidden\n",
+              training.communicator().name().c_str(), plan.buckets().size(), bucket_sizes(plan).c_str(), plan.cap_bytes(),
+              m.bound.network_us, 100 * m.allreduce_hidden);
   std::printf("step:  %.1f us   efficiency %.3f (bound / step)\n", m.bound.step_us, m.bound.efficiency);
   std::printf("H2D:   %.2f GB/s while copying\n", m.h2d_gbps);
   std::printf("loop:  %llu allocations, %llu frees, %llu host syncs; %llu fence waits (%llu blocked); %llu events created\n",
@@ -217,34 +281,76 @@ void write_outputs(const std::string& dir, const std::string& json, monitor::col
   monitor::write_chrome_trace(trace_file, timeline);
 }
 
+demo::training_config config_of(const pipeline_setup& setup) {
+  demo::training_config config = demo::training_config_for(setup.config, setup.backend);
+  if (setup.bucket_cap) config.bucket_cap = *setup.bucket_cap;
+  return config;
+}
+
+// One rank's whole run: the checked run, the measured ones, the traced one; every rank runs the
+// same pipelines in the same order, so their collectives meet. The lead rank prints.
+void run_rank(const pipeline_setup& setup, const Device& device, collectives::communicator* comm, bool json, bool lead) {
+  demo::training_step training(config_of(setup), setup.backend, comm);
+  caching_allocator allocator(device);
+  const hazard_summary hazards = setup.check ? check_hazards(device, allocator, training, setup.depth) : hazard_summary{};
+  monitor::collector collector(device);
+  const measurement m = measure(device, allocator, training, setup, collector, lead);
+  const std::string text = json_of(setup, device, training, m, hazards);
+  if (setup.out) {
+    pipeline::pipeline traced(device, allocator, training.spec(setup.depth));
+    if (lead) {
+      write_outputs(*setup.out, text, collector, traced);
+    } else {
+      (void)traced.run(traced_steps);
+    }
+  }
+  if (!lead) return;
+  if (json) {
+    std::printf("%s\n", text.c_str());
+  } else {
+    print_text(setup, device, training, m, hazards);
+  }
+}
+
+// --ranks N on sim: a sim device, a communicator and a host thread per rank; the first failure
+// is rethrown after every thread joined (the group aborts, so no rank waits for a failed one).
+void run_sim_ranks(const pipeline_setup& setup, bool json) {
+  auto group = std::make_shared<collectives::sim_group>(static_cast<int>(setup.ranks));
+  std::vector<std::exception_ptr> failures(setup.ranks);
+  std::vector<std::thread> threads;
+  for (std::size_t r = 0; r < setup.ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        collectives::sim_communicator comm(group, static_cast<int>(r));
+        run_rank(setup, device_for(setup.backend), &comm, json, r == 0);
+      } catch (...) {
+        failures[r] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
 }  // namespace
 
 int run_pipeline(const std::vector<std::string>& argv) {
   const args parsed("pipeline", argv, pipeline_options_spec);
   if (parsed.has("help")) {
     std::cout << usage("pipeline",
-                       "[--backend sim|cuda] [--config copy_bound|sm_bound|balanced] [--steps N] [--depth D] [--json] "
-                       "[--out DIR] [--check]",
+                       "[--backend sim|cuda] [--config copy_bound|sm_bound|balanced] [--steps N] [--depth D] [--ranks N] "
+                       "[--bucket-mib M] [--json] [--out DIR] [--check]",
                        pipeline_options_spec);
     return 0;
   }
   const pipeline_setup setup = setup_of(parsed);
-  const Device device = device_for(setup.backend);  // first: a missing GPU is the error to report
-  demo::training_step training(demo::training_config_for(setup.config, setup.backend), setup.backend);
-  caching_allocator allocator(device);
-  const hazard_summary hazards = setup.check ? check_hazards(device, allocator, training, setup.depth) : hazard_summary{};
-  monitor::collector collector(device);
-  const measurement m = measure(device, allocator, training, setup, collector);
-  const std::string json = json_of(setup, device, training, m, hazards);
-  if (setup.out) {
-    pipeline::pipeline traced(device, allocator, training.spec(setup.depth));
-    write_outputs(*setup.out, json, collector, traced);
+  if (setup.ranks == 1) {
+    run_rank(setup, device_for(setup.backend), nullptr, parsed.has("json"), true);
+    return 0;
   }
-  if (parsed.has("json")) {
-    std::printf("%s\n", json.c_str());
-  } else {
-    print_text(setup, device, training, m, hazards);
-  }
+  run_sim_ranks(setup, parsed.has("json"));
   return 0;
 }
 

@@ -13,6 +13,11 @@
 #include "streamsafe/kernel.hpp"
 #include "streamsafe/stream.hpp"
 
+namespace streamsafe::collectives {
+class communicator;
+struct collective_label;
+}  // namespace streamsafe::collectives
+
 namespace streamsafe::pipeline {
 
 namespace detail {
@@ -58,6 +63,19 @@ class stage_context {
   /// stage has published it, since stages are enqueued in order. buffer() of a covered buffer
   /// does this itself. Does not block the host.
   void wait_for(std::string_view signal);
+
+  /// The sync stage's collective (collectives/sync_stage.hpp): waits for `signal` (declared in
+  /// `waits_for`) only, then enqueues through `comm` on the stage's stream an in-place float32
+  /// sum of `bytes` bytes at `offset` of `buffer`, a buffer the signal covers. Other signals on
+  /// the same buffer are not waited for, so bucket k is reduced while the publisher still writes
+  /// bucket k+1; the body must reduce only the bytes the signal's publisher had written when it
+  /// published. The hazard tracker (when attached) sees the collective as a read and a write of
+  /// that range on this stream. Later stages that read the buffer are ordered after this stage by
+  /// the step stage's wait (a non-step stage reading the buffer would see the writer's bytes, not
+  /// the sum). Throws usage_error for a range outside the buffer or a buffer the signal does not
+  /// cover; `comm`'s own errors (an order mismatch) propagate.
+  void all_reduce(collectives::communicator& comm, std::string_view signal, std::string_view buffer, std::size_t offset,
+                  std::size_t bytes, const collectives::collective_label& label);
 
   /// Blocks the host until the stage's work so far is done: a host sync the user asked for,
   /// counted in run_stats::requested_host_syncs.
