@@ -13,13 +13,14 @@ namespace streamsafe::python {
 namespace {
 
 std::atomic<observed_engine*> active{nullptr};
-thread_local bool op_open = false;  // a seen op runs on this thread: the ops it calls are its own
+thread_local const op_info* open_op = nullptr;  // the seen op running on this thread: the ops it calls are its own
 
 struct op_context : at::ObserverContext {
   observed_engine* engine = nullptr;
   const op_info* info = nullptr;
   std::vector<touched_tensor> touched;
   std::optional<c10::Stream> stream_arg;
+  bool record_function_off = false;
 };
 
 bool is_arg_tensor(const at::Tensor& t) {
@@ -40,13 +41,22 @@ void add_tensors(const c10::IValue& value, bool write, std::vector<touched_tenso
 }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
-  if (op_open) return nullptr;
+  if (open_op != nullptr) {
+    open_op->nests.store(true, std::memory_order_relaxed);
+    return nullptr;
+  }
   auto* engine = active.load(std::memory_order_acquire);
   if (engine == nullptr) return nullptr;
   const op_info* info = engine->info_for(fn);
   if (info == nullptr || info->transparent) return nullptr;
-  op_open = true;
+  open_op = info;
   auto ctx = std::make_unique<op_context>();
+  if (info->nests.load(std::memory_order_relaxed)) {
+    // Until its end the ops it calls take the dispatcher's fast path instead of boxing their
+    // inputs for a callback that drops them.
+    at::enableRecordFunction(false);
+    ctx->record_function_off = true;
+  }
   ctx->engine = engine;
   ctx->info = info;
   if (!info->skip || info->record_stream) {
@@ -72,10 +82,20 @@ void add_fresh_outputs(const std::vector<c10::IValue>& outputs, std::vector<touc
   }
 }
 
+// Re-enables RecordFunction on this thread, if the seen op turned it off, once its handling is
+// done: what that handling runs (deferred trace calls) is the sanitizer's, not the program's.
+struct reenable_record_function {
+  bool off;
+  ~reenable_record_function() {
+    if (off) at::enableRecordFunction(true);
+  }
+};
+
 void on_end(const at::RecordFunction& fn, at::ObserverContext* raw) {
   if (raw == nullptr) return;
-  op_open = false;
+  open_op = nullptr;
   auto* ctx = static_cast<op_context*>(raw);
+  const reenable_record_function reenable{ctx->record_function_off};
   if (ctx->info->skip && !ctx->info->record_stream && !ctx->engine->has_deferred.load()) return;
   py::gil_scoped_acquire gil;
   if (active.load(std::memory_order_acquire) != ctx->engine) return;
@@ -117,13 +137,13 @@ const op_info* observed_engine::info_for(const at::RecordFunction& fn) {
   const char* key = fn.name();
   std::lock_guard<std::mutex> lock(infos_mutex_);
   const auto found = infos_.find(key);
-  if (found != infos_.end()) return &found->second;
+  if (found != infos_.end()) return found->second.get();
   const auto schema = fn.operator_schema();
   if (!schema) return nullptr;  // a named scope, not an op
-  return &infos_.emplace(key, make_op_info(*schema, no_kernel_)).first->second;
+  return infos_.emplace(key, make_op_info(*schema, no_kernel_)).first->second.get();
 }
 
-bool observed_engine::in_op() const { return op_open || hold_trace; }
+bool observed_engine::in_op() const { return open_op != nullptr || hold_trace; }
 
 void observed_engine::replay_deferred() {
   auto calls = std::move(deferred_);

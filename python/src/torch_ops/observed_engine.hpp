@@ -98,7 +98,7 @@ class observed_engine : public py_engine {
   };
   struct site_hash {
     std::size_t operator()(const site_key& k) const {
-      return std::hash<const void*>()(k.op) ^ (std::hash<const void*>()(k.site.code) * 31) ^ std::size_t(k.site.line);
+      return std::hash<const void*>()(k.op) ^ (std::hash<const void*>()(k.site.code) * 31) ^ std::size_t(k.site.instruction);
     }
   };
 
@@ -121,7 +121,7 @@ class observed_engine : public py_engine {
   std::vector<pybind11::object> deferred_;
 
   std::mutex infos_mutex_;  // ops start on any thread, without the GIL
-  std::unordered_map<const char*, op_info> infos_;
+  std::unordered_map<const char*, std::unique_ptr<op_info>> infos_;
   at::CallbackHandle callback_ = 0;
 };
 

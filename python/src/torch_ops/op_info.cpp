@@ -4,8 +4,10 @@
 
 namespace streamsafe::python {
 
-op_info make_op_info(const c10::FunctionSchema& schema, const std::unordered_set<std::string>& no_kernel) {
-  op_info info;
+std::unique_ptr<op_info> make_op_info(const c10::FunctionSchema& schema,
+                                      const std::unordered_set<std::string>& no_kernel) {
+  auto made = std::make_unique<op_info>();
+  op_info& info = *made;
   info.name = schema.name();
   const auto handle = c10::Dispatcher::singleton().findOp(schema.operator_name());
   info.transparent = handle && handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd);
@@ -18,7 +20,7 @@ op_info make_op_info(const c10::FunctionSchema& schema, const std::unordered_set
   for (const auto& arg : schema.arguments()) {
     info.writes.push_back(arg.alias_info() != nullptr && arg.alias_info()->isWrite());
   }
-  return info;
+  return made;
 }
 
 }  // namespace streamsafe::python

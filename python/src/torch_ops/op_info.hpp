@@ -6,6 +6,8 @@
 
 #include <ATen/core/function_schema.h>
 
+#include <atomic>
+#include <memory>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -18,9 +20,13 @@ struct op_info {
   bool skip = false;        // a view or an op that launches no kernel: touches no bytes
   bool record_stream = false;
   std::vector<bool> writes;  // per schema argument: its alias info says is_write
+  // Seen calling other ops: its later calls run with RecordFunction off on their thread (the
+  // ops it calls are its own), which costs less than boxing their inputs for nothing, and more
+  // than nothing for an op that calls none.
+  mutable std::atomic<bool> nests{false};
 };
 
 /// The access pattern of `schema`; `no_kernel` names the ops that touch no bytes.
-op_info make_op_info(const c10::FunctionSchema& schema, const std::unordered_set<std::string>& no_kernel);
+std::unique_ptr<op_info> make_op_info(const c10::FunctionSchema& schema, const std::unordered_set<std::string>& no_kernel);
 
 }  // namespace streamsafe::python

@@ -25,7 +25,7 @@ user_site user_sites::current() {
     const bool skip = skipped(code);
     Py_DECREF(code);  // the cache holds one
     if (!skip) {
-      const user_site site{code, PyFrame_GetLineNumber(frame)};
+      const user_site site{code, PyFrame_GetLasti(frame)};
       Py_DECREF(frame);
       return site;
     }
@@ -39,7 +39,11 @@ user_site user_sites::current() {
 std::string user_sites::loc(const user_site& site) const {
   if (site.code == nullptr) return no_frame_;
   const auto filename = py::reinterpret_borrow<py::object>(site.code).attr("co_filename");
-  return shown_(filename).cast<std::string>() + ":" + std::to_string(site.line);
+  return shown_(filename).cast<std::string>() + ":" + std::to_string(line_of(site.code, site.instruction));
+}
+
+int user_sites::line_of(PyObject* code, int instruction) {
+  return PyCode_Addr2Line(reinterpret_cast<PyCodeObject*>(code), instruction);
 }
 
 }  // namespace streamsafe::python

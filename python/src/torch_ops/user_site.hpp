@@ -16,11 +16,13 @@
 
 namespace streamsafe::python {
 
+// A frame's code object and instruction: many instructions make one line, but the instruction
+// is read without the line table (the line is looked up once per site, by loc()).
 struct user_site {
   PyObject* code = nullptr;  // nullptr: no user frame (autograd's threads, C++)
-  int line = 0;
+  int instruction = 0;
 
-  bool operator==(const user_site& other) const { return code == other.code && line == other.line; }
+  bool operator==(const user_site& other) const { return code == other.code && instruction == other.instruction; }
 };
 
 class user_sites {
@@ -35,6 +37,8 @@ class user_sites {
   std::string loc(const user_site& site) const;
 
  private:
+  static int line_of(PyObject* code, int instruction);
+
   bool skipped(PyObject* code);
 
   std::vector<std::string> skip_;

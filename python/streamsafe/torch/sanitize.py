@@ -437,7 +437,10 @@ def native_tier_available():
 
 
 def _session_class(mode, tier):
-    """The Session class for `tier`: auto picks native when it is built and mode is 'report'."""
+    """The Session class for `tier` (None: $STREAMSAFE_TORCH_SANITIZER_TIER, else auto); auto
+    picks native when it is built and mode is 'report'."""
+    if tier is None:
+        tier = os.environ.get("STREAMSAFE_TORCH_SANITIZER_TIER", "auto")
     if tier not in TIERS:
         raise ValueError(f"sanitize(tier={tier!r}): tier is one of {', '.join(TIERS)}")
     if tier == "python" or (tier == "auto" and (mode != "report" or not native_tier_available())):
@@ -452,7 +455,7 @@ def _session_class(mode, tier):
     return NativeSession
 
 
-def _start(mode, tier="auto"):
+def _start(mode, tier=None):
     global _active
     if _active is not None:
         raise RuntimeError("streamsafe.torch.sanitize: a session is already active (sessions do not nest)")
@@ -472,13 +475,14 @@ def _stop(dispatch):
 
 
 @contextlib.contextmanager
-def sanitize(mode="report", tier="auto"):
+def sanitize(mode="report", tier=None):
     """Sanitizes the ops of the block: yields the Session (`.hazards`); mode="raise" raises
     HazardError at the first hazard (after the op that made it ran).
 
     tier: "python" sees ops with a dispatch mode; "native" with a C++ op observer
     (streamsafe._torch_ops, when built), same findings at a lower cost per op, report mode only;
-    "auto" picks native when it is built and mode is "report"."""
+    "auto" picks native when it is built and mode is "report"; None (the default) reads
+    $STREAMSAFE_TORCH_SANITIZER_TIER, else auto."""
     session, dispatch = _start(mode, tier)
     try:
         yield session
@@ -497,7 +501,7 @@ def _from_environment():
     """STREAMSAFE_TORCH_SANITIZER=1: sanitize the whole program, print the reports at exit."""
     if os.environ.get("STREAMSAFE_TORCH_SANITIZER", "") not in ("1", "report"):
         return
-    session, dispatch = _start("report", os.environ.get("STREAMSAFE_TORCH_SANITIZER_TIER", "auto"))
+    session, dispatch = _start("report")
 
     def at_exit():
         _stop(dispatch)
