@@ -91,13 +91,30 @@ struct reenable_record_function {
   }
 };
 
+// The GIL for one op's handling. A thread Python does not know (autograd's device threads) gets
+// a thread state at its first op and keeps it: made and dropped per op it would cost more than
+// the op's handling.
+class gil_for_op {
+ public:
+  gil_for_op() : state_(PyGILState_Ensure()) {
+    thread_local const bool kept = (PyGILState_Ensure(), true);  // never released: the state stays
+    (void)kept;
+  }
+  ~gil_for_op() { PyGILState_Release(state_); }
+  gil_for_op(const gil_for_op&) = delete;
+  gil_for_op& operator=(const gil_for_op&) = delete;
+
+ private:
+  PyGILState_STATE state_;
+};
+
 void on_end(const at::RecordFunction& fn, at::ObserverContext* raw) {
   if (raw == nullptr) return;
   open_op = nullptr;
   auto* ctx = static_cast<op_context*>(raw);
   const reenable_record_function reenable{ctx->record_function_off};
   if (ctx->info->skip && !ctx->info->record_stream && !ctx->engine->has_deferred.load()) return;
-  py::gil_scoped_acquire gil;
+  const gil_for_op gil;
   if (active.load(std::memory_order_acquire) != ctx->engine) return;
   try {
     if (!ctx->info->skip) add_fresh_outputs(fn.outputs(), ctx->touched);
