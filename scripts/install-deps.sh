@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config zlib1g-dev libsimdjson-dev
           libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev python3
-          python3-dev python3-pybind11 pybind11-dev python3-torch)
+          python3-dev python3-pybind11 pybind11-dev python3-torch libtorch-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

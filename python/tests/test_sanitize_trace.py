@@ -13,6 +13,7 @@ import torch_or_skip  # noqa: F401
 import torch
 
 import streamsafe.torch as sst
+from tiers import TIERS, skip_unless_built
 
 COMPUTE, SIDE = 101, 202
 EVENT = 7
@@ -24,8 +25,8 @@ def line_after(offset=1):
     return inspect.currentframe().f_back.f_lineno + offset
 
 
-def new_session():
-    context = sst.sanitize()
+def new_session(tier):
+    context = sst.sanitize(tier=tier)
     session = context.__enter__()
     session.name_stream(COMPUTE, "compute")
     session.name_stream(SIDE, "side")
@@ -33,8 +34,14 @@ def new_session():
 
 
 class FakeTraceTest(unittest.TestCase):
+    """Under the Python tier; NativeFakeTraceTest runs the same cases under the native one."""
+
+    TIER = "python"
+
     def setUp(self):
-        self.context, self.s = new_session()
+        skip_unless_built(self, self.TIER)
+        self.context, self.s = new_session(self.TIER)
+        self.assertEqual(self.s.tier, self.TIER)
 
     def tearDown(self):
         self.context.__exit__(None, None, None)
@@ -186,6 +193,27 @@ class FakeTraceTest(unittest.TestCase):
         self.assertEqual(found, {("aten::mul_", "aten::sum"): 3, ("aten::sum", "aten::mul_"): 2})
 
 
+class NativeFakeTraceTest(FakeTraceTest):
+    TIER = "native"
+
+
+class TierChoiceTest(unittest.TestCase):
+    def test_auto_picks_native_when_built_and_python_to_raise(self):
+        with sst.sanitize() as s:
+            self.assertEqual(s.tier, TIERS[-1])
+        with sst.sanitize(mode="raise") as s:
+            self.assertEqual(s.tier, "python")
+
+    def test_native_tier_does_not_raise(self):
+        with self.assertRaises(ValueError):
+            with sst.sanitize(mode="raise", tier="native"):
+                pass
+        with self.assertRaises(ValueError):
+            with sst.sanitize(tier="fast"):
+                pass
+        self.assertIsNone(sst.active_session())
+
+
 class RaiseModeTest(unittest.TestCase):
     def test_raise_stops_at_the_first_hazard(self):
         x = torch.zeros(16)
@@ -208,6 +236,11 @@ class RaiseModeTest(unittest.TestCase):
 
 class EnvironmentTest(unittest.TestCase):
     def test_environment_variable_prints_the_reports_at_exit(self):
+        for tier in TIERS:
+            with self.subTest(tier=tier):
+                self.check_environment(tier)
+
+    def check_environment(self, tier):
         program = textwrap.dedent("""
             import torch, streamsafe.torch
             s = streamsafe.torch.active_session()
@@ -217,7 +250,7 @@ class EnvironmentTest(unittest.TestCase):
             with s._on_stream(2):
                 x.sum()
         """)
-        env = dict(os.environ, STREAMSAFE_TORCH_SANITIZER="1")
+        env = dict(os.environ, STREAMSAFE_TORCH_SANITIZER="1", STREAMSAFE_TORCH_SANITIZER_TIER=tier)
         done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300)
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("streamsafe: race: `aten::mul_`", done.stderr)

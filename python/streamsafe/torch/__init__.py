@@ -1,8 +1,9 @@
 """streamsafe for PyTorch.
 
-- sanitize(mode="report"|"raise"): a context manager that runs streamsafe's hazard engine on the
+- sanitize(mode="report"|"raise", tier="auto"|"native"|"python"): a context manager that runs streamsafe's hazard engine on the
   program's ops and names each missing wait_event / wait_stream / record_stream / sync with the
-  fix (streamsafe.torch.sanitize; STREAMSAFE_TORCH_SANITIZER=1 sanitizes the whole program).
+  fix (streamsafe.torch.sanitize; STREAMSAFE_TORCH_SANITIZER=1 sanitizes the whole program). The
+  native tier (a C++ op observer, when built) is the default for mode="report".
 - annotate(reads, writes, stream): declares work the sanitizer cannot see (custom kernels).
 - use_allocator(**options), memory_stats(): streamsafe's allocator as torch's, where built.
 """
@@ -10,9 +11,11 @@
 import importlib
 
 from streamsafe.torch.sanitize import HazardError, Hazard, Session, active_session, annotate, sanitize
+from streamsafe.torch.sanitize import native_tier_available
 from streamsafe.torch.sanitize import _from_environment
 
-__all__ = ["HazardError", "Hazard", "Session", "active_session", "annotate", "sanitize", "use_allocator", "memory_stats"]
+__all__ = ["HazardError", "Hazard", "Session", "active_session", "annotate", "sanitize", "native_tier_available",
+           "use_allocator", "memory_stats"]
 
 
 def _allocator_module():

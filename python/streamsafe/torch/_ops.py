@@ -14,6 +14,9 @@ _NO_KERNEL = frozenset({
     "aten::new_empty_strided", "aten::set_", "aten::detach", "aten::lift_fresh",
     "aten::alias", "aten::record_stream", "aten::_has_compatible_shallow_copy_type",
     "aten::is_pinned", "aten::_pin_memory", "aten::resize_",
+    # torch.autograd.profiler.record_function (the optimizers use it): a handle, no kernel
+    "profiler::_record_function_enter", "profiler::_record_function_enter_new",
+    "profiler::_record_function_exit",
 })
 
 

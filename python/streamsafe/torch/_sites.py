@@ -8,6 +8,8 @@ import torch
 _SKIP = (os.path.dirname(torch.__file__) + os.sep,
          os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
 _names = {}
+NO_FRAME = "<no Python frame: autograd or C++>"
+SKIP_PREFIXES = _SKIP  # for the native tier, which walks the frames in C++ by the same rule
 
 
 def _shown(filename):
@@ -29,5 +31,5 @@ def user_site(depth=1):
     while frame is not None and frame.f_code.co_filename.startswith(_SKIP):
         frame = frame.f_back
     if frame is None:
-        return "<no Python frame: autograd or C++>"
+        return NO_FRAME
     return f"{_shown(frame.f_code.co_filename)}:{frame.f_lineno}"

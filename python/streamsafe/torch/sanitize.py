@@ -84,8 +84,8 @@ class Session:
         if mode not in ("report", "raise"):
             raise ValueError(f"sanitize(mode={mode!r}): mode is 'report' or 'raise'")
         self.mode = mode
-        self.engine = Engine()
-        self.model_errors = 0  # lifetimes the callbacks could not pair (see docs/pytorch.md)
+        self.engine = self._make_engine()
+        self._model_errors = 0
         self._labels = {}
         self._streams = {}
         self._pending_allocs = {}  # ptr -> (stream, label) of allocations no op touched yet
@@ -96,6 +96,20 @@ class Session:
         self._in_op = False
         self._deferred = []
         self._unraised = None
+
+    tier = "python"
+
+    def _make_engine(self):
+        return Engine()
+
+    def observer(self):
+        """What feeds this session the program's ops (a context manager): a dispatch mode."""
+        return _Mode(self)
+
+    @property
+    def model_errors(self):
+        """Lifetimes the callbacks could not pair (see docs/pytorch.md)."""
+        return self._model_errors
 
     # -- findings ---------------------------------------------------------------------------
 
@@ -227,7 +241,7 @@ class Session:
             self._found(self.engine.alloc(ptr, size, stream, label))
             self._live.add(ptr)
         except UsageError:
-            self.model_errors += 1
+            self._model_errors += 1
 
     def _free(self, ptr):
         if ptr in self._live:
@@ -344,8 +358,13 @@ def _stream_id(stream):
     handle = getattr(stream, "cuda_stream", None)
     if handle is not None:
         return handle
-    return torch.cuda.Stream(stream_id=stream.stream_id, device_index=stream.device_index,
-                             device_type=stream.device_type).cuda_stream
+    return stream_handle(stream.stream_id, stream.device_index, stream.device_type)
+
+
+def stream_handle(stream_id, device_index, device_type):
+    """The CUDA stream handle of the c10 stream (stream_id, device_index, device_type)."""
+    return torch.cuda.Stream(stream_id=stream_id, device_index=device_index,
+                             device_type=device_type).cuda_stream
 
 
 class _Mode(TorchDispatchMode):
@@ -405,14 +424,46 @@ def _install_trace():
     _trace_installed = True
 
 
-def _start(mode):
+TIERS = ("auto", "native", "python")
+
+
+def native_tier_available():
+    """Whether the native tier (streamsafe._torch_ops, built against libtorch) is importable."""
+    try:
+        import streamsafe._torch_ops  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _session_class(mode, tier):
+    """The Session class for `tier` (None: $STREAMSAFE_TORCH_SANITIZER_TIER, else auto); auto
+    picks native when it is built and mode is 'report'."""
+    if tier is None:
+        tier = os.environ.get("STREAMSAFE_TORCH_SANITIZER_TIER", "auto")
+    if tier not in TIERS:
+        raise ValueError(f"sanitize(tier={tier!r}): tier is one of {', '.join(TIERS)}")
+    if tier == "python" or (tier == "auto" and (mode != "report" or not native_tier_available())):
+        return Session
+    if mode != "report":
+        raise ValueError("sanitize(tier='native'): the native tier reports (mode='report'); "
+                         "mode='raise' needs tier='python' (or 'auto')")
+    if not native_tier_available():
+        raise RuntimeError("sanitize(tier='native'): streamsafe._torch_ops is not built (libtorch was "
+                           "not found at configure time; see docs/pytorch.md)")
+    from streamsafe.torch._native import NativeSession
+    return NativeSession
+
+
+def _start(mode, tier=None):
     global _active
     if _active is not None:
         raise RuntimeError("streamsafe.torch.sanitize: a session is already active (sessions do not nest)")
+    session_class = _session_class(mode, tier)
     _install_trace()
-    session = Session(mode)
+    session = session_class(mode)
     _active = session
-    dispatch = _Mode(session)
+    dispatch = session.observer()
     dispatch.__enter__()
     return session, dispatch
 
@@ -424,10 +475,15 @@ def _stop(dispatch):
 
 
 @contextlib.contextmanager
-def sanitize(mode="report"):
+def sanitize(mode="report", tier=None):
     """Sanitizes the ops of the block: yields the Session (`.hazards`); mode="raise" raises
-    HazardError at the first hazard (after the op that made it ran)."""
-    session, dispatch = _start(mode)
+    HazardError at the first hazard (after the op that made it ran).
+
+    tier: "python" sees ops with a dispatch mode; "native" with a C++ op observer
+    (streamsafe._torch_ops, when built), same findings at a lower cost per op, report mode only;
+    "auto" picks native when it is built and mode is "report"; None (the default) reads
+    $STREAMSAFE_TORCH_SANITIZER_TIER, else auto."""
+    session, dispatch = _start(mode, tier)
     try:
         yield session
         session._raise_pending()
