@@ -254,9 +254,13 @@ void print_text(const pipeline_setup& setup, const Device& device, const demo::t
   std::printf("bound: %.1f us (%s; H2D %.1f, SMs %.1f, network %.1f)\n", m.bound.bound_us,
               std::string(pipeline::resource_name(m.bound.limit)).c_str(), m.bound.h2d_us, m.bound.sm_us, m.bound.network_us);
   const collectives::bucket_plan& plan = training.plan();
-  std::printf("sync:  %s, %zu bucket(s) of %s B (cap %zu B); all-reduce %.1f us alone, %.0f%% hidden\n",
-              training.communicator().name().c_str(), plan.buckets().size(), bucket_sizes(plan).c_str(), plan.cap_bytes(),
-              m.bound.network_us, 100 * m.allreduce_hidden);
+  std::printf("sync:  %s, %zu bucket(s) of %s B (cap %zu B); all-reduce %.1f us alone", training.communicator().name().c_str(),
+              plan.buckets().size(), bucket_sizes(plan).c_str(), plan.cap_bytes(), m.bound.network_us);
+  if (m.bound.network_us > 0) {
+    std::printf(", %.0f%% hidden\n", 100 * m.allreduce_hidden);
+  } else {
+    std::printf(" (nothing to hide: it took no measurable time alone)\n");
+  }
   std::printf("step:  %.1f us   efficiency %.3f (bound / step)\n", m.bound.step_us, m.bound.efficiency);
   std::printf("H2D:   %.2f GB/s while copying\n", m.h2d_gbps);
   std::printf("loop:  %llu allocations, %llu frees, %llu host syncs; %llu fence waits (%llu blocked); %llu events created\n",
