@@ -85,6 +85,8 @@ mutation_in alloc_repeat_plan_test plan-known-predecessor-skips-stream "$plan" \
   '    add_unique(waits, blocks_[p].stream, stream);' ''
 mutation_in alloc_repeat_plan_test plan-known-predecessor-skips-recorded "$plan" \
   '    for (const auto& r : blocks_[p].recorded) add_unique(waits, r, stream);' ''
+mutation_in alloc_repeat_plan_test plan-restart-skips-earlier-users "$plan" \
+  $'  lock.unlock();\n  if (out.ptr != nullptr && !waits.empty()) order_after(out.ptr, rounded, stream, waits);' '  lock.unlock();'
 mutation_in alloc_repeat_plan_test plan-unmaps-arena-without-sync "$plan" \
   $'    StreamRef(user).synchronize();\n    host_.note_host_sync();' '    host_.note_host_sync();'
 

@@ -51,6 +51,7 @@ std::vector<StreamImpl*> iteration_plan::arena_users() const {
     add(b.stream);
     for (const auto& r : b.recorded) add(r);
   }
+  for (const auto& r : history_.recorded) add(r);
   return users;
 }
 
@@ -82,9 +83,14 @@ iteration_plan::served iteration_plan::allocate(std::size_t rounded, std::size_t
   }
   if (!begin_with(request{request_kind::alloc, rounded, stream.id(), 0})) return log_alloc(rounded, stream);
   if (phase_ != phase::active) return {nullptr, ++sequence_};  // settled: the pools serve it
-  thread_local std::vector<std::shared_ptr<StreamImpl>> fresh;  // the arena is new: nothing to wait for
-  fresh.clear();
-  return allocate_active(rounded, requested, stream, fresh);
+  // A plan that starts again over an arena it served before waits for the arena's earlier users.
+  thread_local std::vector<std::shared_ptr<StreamImpl>> waits;
+  waits.clear();
+  const served out = allocate_active(rounded, requested, stream, waits);
+  lock.unlock();
+  if (out.ptr != nullptr && !waits.empty()) order_after(out.ptr, rounded, stream, waits);
+  waits.clear();
+  return out;
 }
 
 bool iteration_plan::begin_with(const request& next) {
@@ -191,7 +197,7 @@ bool iteration_plan::map_arena(std::size_t bytes) {
   try {
     base = source_.reserve(bytes);
     // One physical allocation for the whole arena: it is never unmapped in part, so the switch
-    // costs three device calls instead of three per chunk.
+    // costs four device calls (reserve, create, map, access) instead of three per chunk.
     source_.map_chunk(base, bytes);
   } catch (const std::exception&) {
     if (base != 0) source_.release(base, bytes);
