@@ -1,6 +1,7 @@
 #include "streamsafe/monitor/cross_rank.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -72,7 +73,8 @@ std::optional<double> arrival(const rank_report& r, std::size_t step, double shi
   return *first + shift_us;
 }
 
-std::vector<cross_rank_step> steps_of(std::span<const rank_report> ranks, const std::vector<double>& shifts) {
+std::vector<cross_rank_step> steps_of(std::span<const rank_report> ranks, const std::vector<double>& shifts,
+                                      double spread_us) {
   std::size_t common = std::numeric_limits<std::size_t>::max();
   for (const rank_report& r : ranks) common = std::min(common, r.result.iterations.iterations.size());
   std::vector<cross_rank_step> steps;
@@ -86,6 +88,7 @@ std::vector<cross_rank_step> steps_of(std::span<const rank_report> ranks, const 
                                                    [](const auto& a, const auto& b) { return a.arrival_us < b.arrival_us; });
     step.straggler = last->rank;
     step.straggler_lead_us = last->arrival_us - first->arrival_us;
+    step.even = step.straggler_lead_us <= spread_us;
     steps.push_back(std::move(step));
   }
   return steps;
@@ -104,17 +107,21 @@ cross_rank_report analyze_ranks(std::span<const rank_report> ranks) {
   }
   out.matched_collectives = matched;
   out.alignment = matched > 0 ? clock_alignment::collectives : clock_alignment::writer_clocks;
+  out.equal_collective_counts =
+      std::all_of(ends.begin(), ends.end(), [&](const auto& e) { return e.size() == ends.front().size(); });
   std::vector<double> shifts;  // per rank: origin shift plus offset, onto rank 0's time line
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const double shift = origin_shift_us(ranks[i].t, ranks[0].t);
     std::vector<double> differences;
     for (std::size_t k = 0; k < matched; ++k) differences.push_back(ends[0][k] - (ends[i][k] + shift));
-    rank_figures figures{.rank = ranks[i].rank, .offset_us = median(std::move(differences))};
+    rank_figures figures{.rank = ranks[i].rank, .offset_us = median(differences)};
+    for (const double d : differences) figures.clock_spread_us = std::max(figures.clock_spread_us, std::abs(d - figures.offset_us));
+    out.clock_spread_us = std::max(out.clock_spread_us, figures.clock_spread_us);
     add_communication(ranks[i].t, figures);
     out.ranks.push_back(figures);
     shifts.push_back(shift + figures.offset_us);
   }
-  out.steps = steps_of(ranks, shifts);
+  if (out.alignment == clock_alignment::collectives) out.steps = steps_of(ranks, shifts, out.clock_spread_us);
   return out;
 }
 

@@ -71,6 +71,12 @@ json_writer& json_writer::value(std::uint64_t number) {
   return *this;
 }
 
+json_writer& json_writer::value(bool flag) {
+  separate();
+  out_ << (flag ? "true" : "false");
+  return *this;
+}
+
 json_writer& json_writer::null() {
   separate();
   out_ << "null";

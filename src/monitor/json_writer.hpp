@@ -24,6 +24,7 @@ class json_writer {
   json_writer& value(std::int64_t number);
   json_writer& value(std::uint64_t number);
   json_writer& value(int number) { return value(static_cast<std::int64_t>(number)); }
+  json_writer& value(bool flag);
   json_writer& null();
 
   template <typename T>

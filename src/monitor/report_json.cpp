@@ -174,6 +174,7 @@ void write_ranks(json_writer& w, const rank_report& r) {
 void write_cross_rank(json_writer& w, const cross_rank_report& across) {
   w.key("cross_rank").begin_object();
   w.field("alignment", to_string(across.alignment)).field("matched_collectives", as_int(across.matched_collectives));
+  w.field("equal_collective_counts", across.equal_collective_counts).field("clock_spread_us", across.clock_spread_us);
   w.key("ranks").begin_array();
   for (const rank_figures& r : across.ranks) {
     w.begin_object()
@@ -182,12 +183,13 @@ void write_cross_rank(json_writer& w, const cross_rank_report& across) {
         .field("collectives", as_int(r.collectives))
         .field("communication_us", r.communication_us)
         .field("exposed_communication_us", r.exposed_communication_us)
+        .field("clock_spread_us", r.clock_spread_us)
         .end_object();
   }
   w.end_array().key("steps").begin_array();
   for (const cross_rank_step& s : across.steps) {
     w.begin_object().field("step", as_int(s.step)).field("straggler", as_int(s.straggler));
-    w.field("straggler_lead_us", s.straggler_lead_us).key("arrivals").begin_array();
+    w.field("straggler_lead_us", s.straggler_lead_us).field("even", s.even).key("arrivals").begin_array();
     for (const step_arrival& a : s.arrivals) {
       w.begin_object().field("rank", as_int(a.rank)).field("arrival_us", a.arrival_us).end_object();
     }

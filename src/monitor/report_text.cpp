@@ -77,9 +77,14 @@ void write_findings(std::ostream& out, const rank_report& r) {
 void write_cross_rank(std::ostream& out, const cross_rank_report& across) {
   out << "== across " << across.ranks.size() << " ranks: clocks aligned on ";
   if (across.alignment == clock_alignment::collectives) {
-    out << across.matched_collectives << " collectives (each rank's k-th communication kernel ends together)\n";
+    out << across.matched_collectives << " collectives (each rank's k-th communication kernel ends together), within "
+        << format_duration(across.clock_spread_us) << "\n";
   } else {
-    out << "the writers' clocks alone (a rank has no communication kernel)\n";
+    out << "the writers' clocks alone (a rank has no communication kernel): no straggler is named\n";
+  }
+  if (!across.equal_collective_counts) {
+    out << "  warning: the ranks ran different numbers of communication kernels; the first " << across.matched_collectives
+        << " of each are paired, so check that every trace covers the same steps\n";
   }
   char offset[32];
   for (const rank_figures& r : across.ranks) {
@@ -92,14 +97,14 @@ void write_cross_rank(std::ostream& out, const cross_rank_report& across) {
   if (across.steps.empty()) return;
   std::map<std::size_t, std::size_t> straggled;
   for (const cross_rank_step& s : across.steps) {
-    if (s.straggler_lead_us > 0) ++straggled[s.straggler];
+    if (!s.even) ++straggled[s.straggler];
   }
   out << "  straggler per step (the rank whose first collective started last, and how long the first waited):";
   constexpr std::size_t steps_shown = 10;
   for (std::size_t i = 0; i < std::min(steps_shown, across.steps.size()); ++i) {
     const cross_rank_step& s = across.steps[i];
     out << (i == 0 ? " " : ", ") << "step " << s.step;
-    if (s.straggler_lead_us > 0) {
+    if (!s.even) {
       out << " rank " << s.straggler << " (" << format_duration(s.straggler_lead_us) << ")";
     } else {
       out << " even";

@@ -40,8 +40,11 @@ trace rank1() {
 }
 
 struct two_ranks {
+  explicit two_ranks(trace second = rank1()) : t1(std::move(second)) {}
+  two_ranks(const two_ranks&) = delete;  // ranks refer to the members
+  two_ranks& operator=(const two_ranks&) = delete;
   trace t0 = rank0();
-  trace t1 = rank1();
+  trace t1;
   analysis a0 = analyze(t0);
   analysis a1 = analyze(t1);
   std::vector<rank_report> ranks{{0, t0, a0}, {1, t1, a1}};
@@ -90,6 +93,47 @@ TEST(CrossRank, WithoutACollectiveOnSomeRankTheWritersClocksAreKept) {
   EXPECT_EQ(across.alignment, clock_alignment::writer_clocks);
   EXPECT_DOUBLE_EQ(across.ranks[1].offset_us, 0);
   EXPECT_TRUE(across.steps.empty()) << "a step needs a collective on two ranks";
+}
+
+TEST(CrossRank, ALeadWithinTheClocksSpreadNamesNoStraggler) {
+  // Rank 1's second all-reduce ends 4 us later than its first says it should: the clocks agree
+  // within 4 us, so step 1's lead of 1 us names no one and step 2's 30 us still counts.
+  trace_builder b;
+  b.marker("ProfilerStep#1", 10000, 1000).marker("ProfilerStep#2", 11000, 1000);
+  b.kernel(7, 10000, 499).kernel(7, 11000, 400);
+  collective(b, 10499, 101);  // arrives 1 us before rank 0
+  collective(b, 11450, 104);
+  const two_ranks run(b.build());
+  const cross_rank_report across = analyze_ranks(run.ranks);
+  EXPECT_DOUBLE_EQ(across.clock_spread_us, 4);
+  ASSERT_EQ(across.steps.size(), 2u);
+  EXPECT_TRUE(across.steps[0].even) << across.steps[0].straggler_lead_us;
+  EXPECT_FALSE(across.steps[1].even);
+  EXPECT_EQ(across.steps[1].straggler, 0u);
+}
+
+TEST(CrossRank, TracesOfDifferentCollectivesAreFlagged) {
+  trace_builder b;
+  b.marker("ProfilerStep#1", 10000, 1000).kernel(7, 10000, 550);
+  collective(b, 10550, 50);  // rank 1's trace stops after the first step
+  const two_ranks shorter(b.build());
+  const cross_rank_report across = analyze_ranks(shorter.ranks);
+  EXPECT_FALSE(across.equal_collective_counts);
+  EXPECT_EQ(across.matched_collectives, 1u);
+  const two_ranks full;
+  EXPECT_TRUE(analyze_ranks(full.ranks).equal_collective_counts);
+}
+
+TEST(CrossRank, WithoutAlignedClocksNoStragglerIsNamed) {
+  // Ranks 0 and 1 have their collectives; rank 2 has none, so the clocks stay the writers'.
+  two_ranks run;
+  trace quiet = trace_builder().marker("ProfilerStep#1", 0, 1000).marker("ProfilerStep#2", 1000, 1000).kernel(7, 0, 400).build();
+  const analysis quiet_result = analyze(quiet);
+  const std::vector<rank_report> ranks{run.ranks[0], run.ranks[1], {2, quiet, quiet_result}};
+  const cross_rank_report across = analyze_ranks(ranks);
+  EXPECT_EQ(across.alignment, clock_alignment::writer_clocks);
+  EXPECT_TRUE(across.steps.empty());
+  EXPECT_EQ(across.ranks.size(), 3u);
 }
 
 TEST(CrossRank, OneRankHasNothingAcross) {

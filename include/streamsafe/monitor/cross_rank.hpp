@@ -9,9 +9,14 @@
 // median, over the collectives every rank has, of rank 0's end minus its own. With no collective
 // on some rank, the ranks are aligned on their writers' clocks alone, and the report says so.
 //
+// The pairing by position holds only when every trace covers the same collectives: ranks whose
+// counts differ are flagged, and the spread of the paired ends around each rank's offset says
+// how well the clocks agree (a spread of a whole step means the pairing is off by one).
+//
 // Straggler. A rank reaches a step's first collective when its kernel starts there; the others
 // sit in it until the last rank arrives. The straggler of a step is the rank that arrives last,
-// and its lead is how long the first rank to arrive waited for it.
+// and its lead is how long the first rank to arrive waited for it; a lead within the clocks'
+// spread names no one (an even step). Without aligned clocks no straggler is named.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +40,8 @@ struct rank_figures {
   /// Communication while no compute or copy ran on the rank: the time collectives cost it.
   double exposed_communication_us = 0;
   std::size_t collectives = 0;  ///< communication kernels seen
+  /// Largest distance of a paired collective's end from where the offset puts it (0 for rank 0).
+  double clock_spread_us = 0;
 };
 
 struct step_arrival {
@@ -45,15 +52,19 @@ struct step_arrival {
 struct cross_rank_step {
   std::size_t step = 0;
   std::vector<step_arrival> arrivals;  ///< ranks with a collective in this step
-  std::size_t straggler = 0;     ///< the last to arrive (any, when all arrive together)
-  double straggler_lead_us = 0;  ///< last arrival minus first; 0: an even step
+  std::size_t straggler = 0;     ///< the last to arrive
+  double straggler_lead_us = 0;  ///< last arrival minus first
+  bool even = false;             ///< the lead is within the clocks' spread: no straggler
 };
 
 struct cross_rank_report {
   clock_alignment alignment = clock_alignment::writer_clocks;
   std::size_t matched_collectives = 0;  ///< collectives used to align (the fewest any rank has)
+  bool equal_collective_counts = true;  ///< false: the traces cover different collectives
+  double clock_spread_us = 0;           ///< the largest rank's clock_spread_us
   std::vector<rank_figures> ranks;
-  std::vector<cross_rank_step> steps;  ///< steps that every rank has, with a collective on two or more
+  /// Steps that every rank has, with a collective on two ranks or more; none without aligned clocks.
+  std::vector<cross_rank_step> steps;
 };
 
 /// Needs two ranks or more (an empty report otherwise). The traces and analyses are read only.
