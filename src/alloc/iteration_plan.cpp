@@ -431,7 +431,7 @@ void iteration_plan::deallocate(void* ptr) {
     stream = b.stream->id();
   }
   // Told before the bytes can be reused, so no one hears of their next allocation first.
-  if (observer_ != nullptr) observer_->on_free(ptr, bytes, stream);
+  observer_->on_free(ptr, bytes, stream);
   std::lock_guard lock(mutex_);
   planned_block& b = blocks_[index];
   vacate(b);
