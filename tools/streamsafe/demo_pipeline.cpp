@@ -86,7 +86,7 @@ void print_story(std::ostream& out, const demo::training_config& config, const s
       << "   E1-E3 recorded again every step, record_stream on what each stream produced; " << handmade_steps
       << " steps under STREAMSAFE_HAZARDS=report: " << handmade.size() << " distinct hazards\n\n";
   for (const hazard::hazard& found : handmade) out << hazard::describe(found) << '\n';
-  out << "   The same step on streamsafe::pipeline (h2d, preprocess, compute, step; depth " << pipeline_depth << ", "
+  out << "   The same step on streamsafe::pipeline (h2d, preprocess, compute, sync, step; depth " << pipeline_depth << ", "
       << pipeline_steps << " steps, the pipeline makes every hand-off): " << piped.hazards << " hazards\n";
   if (piped.trace) {
     out << "   Its timeline (open in Perfetto): "
