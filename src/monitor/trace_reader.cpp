@@ -4,7 +4,9 @@
 
 #include <simdjson.h>
 
+#include <charconv>
 #include <optional>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 
@@ -85,14 +87,12 @@ std::optional<std::int64_t> read_id(od::value v) {
   if (v.type() != od::json_type::string) return std::nullopt;
   std::string_view text = v.get_string();
   if (auto space = text.rfind(' '); space != std::string_view::npos) text = text.substr(space + 1);
+  // Digits only, and an id too large for 64 bits is no id rather than a wrapped one.
+  if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
   std::int64_t id = 0;
-  bool any = false;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    id = id * 10 + (c - '0');
-    any = true;
-  }
-  return any ? std::optional<std::int64_t>(id) : std::nullopt;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (error != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return id;
 }
 
 class reader {

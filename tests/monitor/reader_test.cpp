@@ -66,6 +66,15 @@ TEST(TraceReader, ResolvesDeclaredWaits) {
   EXPECT_EQ(t.ops[t.dependencies[0].wait_op].kind, op_kind::sync);
 }
 
+TEST(TraceReader, AnIdTooLargeForSixtyFourBitsIsNoIdRatherThanAWrappedOne) {
+  const auto t = parse_trace(R"([
+    {"ph":"X","cat":"kernel","name":"k","pid":1,"tid":"stream 99999999999999999999","ts":0,"dur":1},
+    {"ph":"X","cat":"kernel","name":"k","pid":1,"tid":"stream 9223372036854775807","ts":2,"dur":1}])");
+  ASSERT_EQ(t.ops.size(), 2u);
+  EXPECT_EQ(t.ops[0].stream, (stream_key{1, 0}));
+  EXPECT_EQ(t.ops[1].stream, (stream_key{1, 9223372036854775807}));
+}
+
 struct malformed_case {
   std::string_view json;
   std::string_view fault;  // the text at which the error must be reported
