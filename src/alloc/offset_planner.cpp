@@ -78,30 +78,114 @@ std::vector<std::vector<std::uint32_t>> time_conflicts(std::span<const cyclic_li
   return conflicts;
 }
 
+/// About how many pairs of `blocks` live together (each meeting once per turn of the period):
+/// from the starts and ends alone, without listing the pairs.
+std::size_t overlapping_pairs(std::span<const cyclic_lifetime> blocks, std::uint64_t period) {
+  std::vector<std::uint64_t> begins;
+  std::vector<std::uint64_t> ends;
+  for (const cyclic_lifetime& b : blocks) {
+    for (const std::uint64_t turn : {std::uint64_t{0}, period}) {
+      begins.push_back(b.start + turn);
+      ends.push_back(b.start + turn + std::max<std::uint64_t>(b.length, 1));
+    }
+  }
+  std::sort(begins.begin(), begins.end());
+  std::sort(ends.begin(), ends.end());
+  std::size_t pairs = 0;
+  std::size_t ended = 0;
+  for (std::size_t i = 0; i < begins.size(); ++i) {
+    while (ended < ends.size() && ends[ended] <= begins[i]) ++ended;
+    pairs += i - ended;  // intervals begun before this one and not yet ended
+  }
+  return pairs;
+}
+
+/// Places blocks in `order` one by one. Sparse lifetimes (few blocks live together): each block
+/// sorts the placed blocks it conflicts with, listed by one sweep. Dense ones (a training step's
+/// activations, most alive together): each scans one list of all placed blocks kept in offset
+/// order, skipping those whose lifetimes miss its own, where listing the pairs and sorting each
+/// block's every time cost n^2 log n and most of a plan's time.
+class block_placer {
+ public:
+  block_placer(std::span<const cyclic_lifetime> blocks, std::uint64_t period, std::span<const std::size_t> boundaries)
+      : blocks_(blocks), period_(period), boundaries_(boundaries) {
+    dense_ = overlapping_pairs(blocks, period) > 64 * blocks.size();
+    if (!dense_) conflicts_ = time_conflicts(blocks, period);
+    offsets_.assign(blocks.size(), 0);
+    placed_.assign(blocks.size(), false);
+  }
+
+  void place(std::uint32_t i) {
+    offsets_[i] = dense_ ? lowest_gap_dense(i) : lowest_gap_sparse(i);
+    footprint_ = std::max(footprint_, offsets_[i] + blocks_[i].bytes);
+    placed_[i] = true;
+    if (dense_) {
+      const auto at = std::upper_bound(by_offset_.begin(), by_offset_.end(), offsets_[i],
+                                       [this](std::size_t offset, std::uint32_t j) { return offset < offsets_[j]; });
+      by_offset_.insert(at, i);
+    }
+  }
+
+  [[nodiscard]] offset_plan result() && { return {std::move(offsets_), footprint_}; }
+
+ private:
+  [[nodiscard]] std::size_t lowest_gap_sparse(std::uint32_t i) {
+    taken_.clear();
+    for (const std::size_t at : boundaries_) taken_.push_back({at, at});
+    for (const std::uint32_t j : conflicts_[i]) {
+      if (placed_[j]) taken_.push_back({offsets_[j], offsets_[j] + blocks_[j].bytes});
+    }
+    return lowest_gap(taken_, blocks_[i].bytes);
+  }
+
+  [[nodiscard]] std::size_t lowest_gap_dense(std::uint32_t i) {
+    const std::size_t bytes = blocks_[i].bytes;
+    std::size_t candidate = 0;
+    auto wall = boundaries_.begin();
+    // Walls are empty ranges: one inside [candidate, candidate + bytes) moves the candidate to it.
+    const auto fits_before = [&](std::size_t offset, std::size_t end) {
+      if (offset >= candidate + bytes) return true;
+      candidate = std::max(candidate, end);
+      return false;
+    };
+    for (const std::uint32_t j : by_offset_) {
+      if (!overlap_in_time(blocks_[i], blocks_[j], period_)) continue;
+      for (; wall != boundaries_.end() && *wall < offsets_[j]; ++wall) {
+        if (fits_before(*wall, *wall)) return candidate;
+      }
+      if (fits_before(offsets_[j], offsets_[j] + blocks_[j].bytes)) return candidate;
+    }
+    for (; wall != boundaries_.end(); ++wall) {
+      if (fits_before(*wall, *wall)) return candidate;
+    }
+    return candidate;
+  }
+
+  std::span<const cyclic_lifetime> blocks_;
+  std::uint64_t period_;
+  std::span<const std::size_t> boundaries_;
+  bool dense_ = false;
+  std::vector<std::vector<std::uint32_t>> conflicts_;  // sparse only
+  std::vector<std::size_t> offsets_;
+  std::size_t footprint_ = 0;
+  std::vector<bool> placed_;
+  std::vector<placed_range> taken_;
+  std::vector<std::uint32_t> by_offset_;  // dense: placed blocks in offset order
+};
+
 }  // namespace
 
-offset_plan plan_offsets(std::span<const cyclic_lifetime> blocks, std::uint64_t period) {
-  std::vector<std::size_t> order(blocks.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+offset_plan plan_offsets(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
+                         std::span<const std::size_t> boundaries) {
+  std::vector<std::uint32_t> order(blocks.size());
+  std::iota(order.begin(), order.end(), std::uint32_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
     if (blocks[x].bytes != blocks[y].bytes) return blocks[x].bytes > blocks[y].bytes;
     return blocks[x].length > blocks[y].length;
   });
-  const std::vector<std::vector<std::uint32_t>> conflicts = time_conflicts(blocks, period);
-  offset_plan plan;
-  plan.offsets.assign(blocks.size(), 0);
-  std::vector<bool> placed(blocks.size(), false);
-  std::vector<placed_range> taken;
-  for (const std::size_t i : order) {
-    taken.clear();
-    for (const std::uint32_t j : conflicts[i]) {
-      if (placed[j]) taken.push_back({plan.offsets[j], plan.offsets[j] + blocks[j].bytes});
-    }
-    plan.offsets[i] = lowest_gap(taken, blocks[i].bytes);
-    plan.footprint = std::max(plan.footprint, plan.offsets[i] + blocks[i].bytes);
-    placed[i] = true;
-  }
-  return plan;
+  block_placer placer(blocks, period, boundaries);
+  for (const std::uint32_t i : order) placer.place(i);
+  return std::move(placer).result();
 }
 
 std::size_t peak_live_bytes(std::span<const cyclic_lifetime> blocks, std::uint64_t period) {

@@ -24,10 +24,13 @@ struct offset_plan {
 };
 
 /// Greedy by size: the largest block first, each at the lowest offset where it overlaps no
-/// block already placed whose lifetime overlaps its own. Offsets are multiples of 512 when the
-/// sizes are. Each block is compared only with the blocks whose lifetimes overlap its own (found
-/// by one sweep), so the cost follows how many blocks live together, not n^2.
-[[nodiscard]] offset_plan plan_offsets(std::span<const cyclic_lifetime> blocks, std::uint64_t period);
+/// block already placed whose lifetime overlaps its own, nor straddles one of `boundaries` (the
+/// ends of separate ranges that the offsets cover in turn). Offsets are multiples of 512 when
+/// the sizes (and boundaries) are. Each block is compared only with the blocks whose lifetimes
+/// overlap its own (found by one sweep), so the cost follows how many blocks live together,
+/// not n^2.
+[[nodiscard]] offset_plan plan_offsets(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
+                                       std::span<const std::size_t> boundaries = {});
 
 /// Whether two lifetimes of a period overlap.
 [[nodiscard]] bool overlap_in_time(const cyclic_lifetime& a, const cyclic_lifetime& b, std::uint64_t period) noexcept;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "alloc/offset_planner.hpp"
@@ -156,6 +157,29 @@ TEST(OffsetPlanner, BlocksLiveTogetherNeverShareBytesAndThePlanIsNearThePeak) {
   EXPECT_LE(static_cast<double>(plan.footprint), 1.10 * static_cast<double>(peak));
 }
 
+TEST(OffsetPlanner, DenseLifetimesNeverShareBytesEither) {
+  // Most blocks alive together, as a training step's activations: the planner's dense path.
+  std::mt19937 rng(9);
+  const std::uint64_t period = 2000;
+  std::vector<cyclic_lifetime> blocks;
+  for (int i = 0; i < 400; ++i) blocks.push_back({512 * (1 + rng() % 512), rng() % 200, 800 + rng() % 1000});
+  const std::vector<std::size_t> ends{64 * 512 * 40, 64 * 512 * 90};
+  for (const std::span<const std::size_t> boundaries : {std::span<const std::size_t>{}, std::span<const std::size_t>(ends)}) {
+    const offset_plan plan = plan_offsets(blocks, period, boundaries);
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      for (const std::size_t end : boundaries) {
+        ASSERT_FALSE(plan.offsets[i] < end && end < plan.offsets[i] + blocks[i].bytes) << "block " << i;
+      }
+      for (std::size_t j = i + 1; j < blocks.size(); ++j) {
+        if (!overlap_in_time(blocks[i], blocks[j], period)) continue;
+        ASSERT_TRUE(plan.offsets[i] + blocks[i].bytes <= plan.offsets[j] || plan.offsets[j] + blocks[j].bytes <= plan.offsets[i])
+            << "blocks " << i << " and " << j;
+      }
+    }
+    EXPECT_GE(plan.footprint, peak_live_bytes(blocks, period));
+  }
+}
+
 TEST(OffsetPlanner, LifetimesWrapAroundThePeriodsEnd) {
   const std::uint64_t period = 100;
   // Alive from 90 to 110, that is 90..100 and 0..10: it overlaps a block at 5, not one at 50.
@@ -168,6 +192,27 @@ TEST(OffsetPlanner, LifetimesWrapAroundThePeriodsEnd) {
   EXPECT_NE(plan.offsets[0], plan.offsets[1]);
   EXPECT_EQ(plan.footprint, 2048u);
   EXPECT_EQ(peak_live_bytes(blocks, period), 2048u);
+}
+
+TEST(OffsetPlanner, NoBlockStraddlesABoundaryBetweenRanges) {
+  // Ranges of 3, 5 and 4 KiB end at 3, 8 and 12 KiB: memory lent from separate places.
+  const std::vector<std::size_t> ends{3072, 8192, 12288};
+  std::mt19937 rng(3);
+  const std::uint64_t period = 400;
+  std::vector<cyclic_lifetime> blocks;
+  for (int i = 0; i < 60; ++i) blocks.push_back({512 * (1 + rng() % 6), rng() % period, 1 + rng() % 40});
+  const offset_plan plan = plan_offsets(blocks, period, ends);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    for (const std::size_t end : ends) {
+      EXPECT_FALSE(plan.offsets[i] < end && end < plan.offsets[i] + blocks[i].bytes)
+          << "block " << i << " at " << plan.offsets[i] << " of " << blocks[i].bytes << " straddles " << end;
+    }
+  }
+  // Without the boundaries a 2.5 KiB block and a 1 KiB block live together pack into 3.5 KiB;
+  // with a boundary at 3 KiB the second goes past it.
+  const std::vector<cyclic_lifetime> pair{{2560, 0, 10}, {1024, 0, 10}};
+  EXPECT_EQ(plan_offsets(pair, 20).offsets[1], 2560u);
+  EXPECT_EQ(plan_offsets(pair, 20, ends).offsets[1], 3072u);
 }
 
 }  // namespace
