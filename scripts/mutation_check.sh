@@ -40,6 +40,7 @@ pending=src/alloc/pending_frees.cpp
 uncached=src/alloc/uncached_resource.cpp
 poison=src/alloc/poison_adaptor.cpp
 plan=src/alloc/iteration_plan.cpp
+lending=src/alloc/plan_lending.cpp
 
 mutation borrow-skips-wait "$ladder" \
   '    StreamRef(&pool.stream()).wait(lender_done);' ''
@@ -89,6 +90,12 @@ mutation_in alloc_repeat_plan_test plan-restart-skips-earlier-users "$plan" \
   $'  lock.unlock();\n  if (out.ptr != nullptr && !waits.empty()) order_after(out.ptr, rounded, stream, waits);' '  lock.unlock();'
 mutation_in alloc_repeat_plan_test plan-unmaps-arena-without-sync "$plan" \
   $'    StreamRef(user).synchronize();\n    host_.note_host_sync();' '    host_.note_host_sync();'
+mutation_in alloc_repeat_plan_test plan-lent-bytes-skip-lender "$plan" \
+  $'  history_ = {};\n  for (const arena_range& r : ranges_) remember_user(r.lender);\n  if (!history_' $'  history_ = {};\n  if (!history_'
+mutation_in alloc_repeat_plan_test plan-derailed-keeps-lent-memory "$plan" \
+  '  if (phase_ != phase::derailed || !unused() || ranges_.empty() || ranges_.front().lender == nullptr) return;' '  return;'
+mutation_in alloc_repeat_plan_test lent-block-back-before-plan-streams "$lending" \
+  '    StreamRef(&lender).wait(done);' ''
 
 # Failure paths and streams that go (alloc_lifetime_test).
 lifetime=alloc_lifetime_test

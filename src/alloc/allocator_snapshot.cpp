@@ -53,16 +53,17 @@ void write_segment(std::ostream& out, const segment& s, stream_id stream) {
       << ",\"blocks\":[";
   for (const block* b = s.first; b != nullptr; b = b->next) {
     out << "{\"address\":" << b->address << ",\"size\":" << b->size << ",\"requested\":" << b->requested
-        << ",\"state\":\"" << state_name(b->state) << "\",\"mapped\":" << (b->mapped ? "true" : "false") << '}'
+        << ",\"state\":\"" << (b->lent ? "lent" : state_name(b->state)) << "\",\"mapped\":" << (b->mapped ? "true" : "false") << '}'
         << (b->next != nullptr ? "," : "");
   }
   out << "]}";
 }
 
-/// The repeat plan's arena as one segment of pool "plan": its live blocks (each with its stream).
+/// A range of the repeat plan's arena as one segment of pool "plan": its live blocks (each with
+/// its stream). A range the pools lent lies in one of their segments, where it shows as "lent".
 void write_arena(std::ostream& out, const iteration_plan::arena_view& arena) {
   out << "{\"address\":" << arena.base << ",\"size\":" << arena.bytes << ",\"mapped_bytes\":" << arena.bytes
-      << ",\"pool\":\"plan\",\"expandable\":true,\"blocks\":[";
+      << ",\"pool\":\"plan\",\"lent\":" << (arena.lent ? "true" : "false") << ",\"expandable\":true,\"blocks\":[";
   for (std::size_t i = 0; i < arena.live.size(); ++i) {
     const block_info& b = arena.live[i];
     out << (i == 0 ? "" : ",") << "{\"address\":" << reinterpret_cast<std::uintptr_t>(b.base) << ",\"size\":" << b.size
@@ -75,7 +76,7 @@ void write_arena(std::ostream& out, const iteration_plan::arena_view& arena) {
 }  // namespace
 
 std::string snapshot_json(std::string_view device_name, const std::vector<stream_pool*>& pools,
-                          const iteration_plan::arena_view& arena, const allocator_stats& totals) {
+                          const std::vector<iteration_plan::arena_view>& arena, const allocator_stats& totals) {
   std::ostringstream out;
   out << "{\"device\":\"" << device_name << "\",\"segments\":[";
   bool first = true;
@@ -87,9 +88,10 @@ std::string snapshot_json(std::string_view device_name, const std::vector<stream
       write_segment(out, *s, pool->stream().id());
     }
   }
-  if (arena.bytes != 0) {
+  for (const iteration_plan::arena_view& range : arena) {
     if (!first) out << ',';
-    write_arena(out, arena);
+    first = false;
+    write_arena(out, range);
   }
   out << "],\"stats\":";
   write_stats(out, totals);

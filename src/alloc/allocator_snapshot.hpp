@@ -14,8 +14,8 @@ namespace streamsafe::detail {
 
 /// Locks each pool in turn (never two at once): each pool's segments are consistent, the pools
 /// are not one instant. `totals` is the allocator's stats(), taken by the caller; `arena` the
-/// repeat plan's (bytes 0: none), a segment of pool "plan".
+/// repeat plan's ranges (none: no arena), each a segment of pool "plan".
 [[nodiscard]] std::string snapshot_json(std::string_view device_name, const std::vector<stream_pool*>& pools,
-                                        const iteration_plan::arena_view& arena, const allocator_stats& totals);
+                                        const std::vector<iteration_plan::arena_view>& arena, const allocator_stats& totals);
 
 }  // namespace streamsafe::detail

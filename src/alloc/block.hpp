@@ -33,6 +33,7 @@ struct block {
   block_state state = block_state::free;
   bool mapped = true;  // every byte backed by physical memory (always so in fixed segments)
   bool awaiting_merge = false;  // listed in its pool's deferred merges (see stream_pool::cache)
+  bool lent = false;  // live: taken whole from the bins for the repeat plan's arena (iteration_plan.hpp)
   segment* owner = nullptr;
   stream_pool* user = nullptr;  // the allocation stream's pool (another stream's when borrowed)
   std::uint64_t sequence = 0;   // the repeat plan's number for its allocation (iteration_plan.hpp)

@@ -78,6 +78,8 @@ caching_allocator_impl::~caching_allocator_impl() {
       std::fprintf(stderr, "streamsafe: ~caching_allocator: %s failed (releasing the rest)\n", call);
     }
   };
+  // First: the plan gives back what the pools lent it, and unmaps its own arena.
+  quietly("ending the repeat plan", [&] { plan_.reset(); });
   quietly("waiting for pending frees", [&] { wait_for_pending(); });
   for (stream_pool* pool : pool_list_) {
     // Only the streams whose cached memory work may still use: not the whole device.
@@ -441,7 +443,7 @@ void caching_allocator_impl::reset_peak_stats() {
 void caching_allocator_impl::reset_reserved_peak() { books_.reset_reserved_peak(); }
 
 std::string caching_allocator_impl::snapshot_json() const {
-  return detail::snapshot_json(device_.name(), all_pools(), plan_ != nullptr ? plan_->view() : iteration_plan::arena_view{},
+  return detail::snapshot_json(device_.name(), all_pools(), plan_ != nullptr ? plan_->view() : std::vector<iteration_plan::arena_view>{},
                                stats());
 }
 

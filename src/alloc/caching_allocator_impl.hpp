@@ -47,7 +47,7 @@ namespace streamsafe::detail {
 /// What to try when a request cannot be met, in order (the out-of-memory ladder).
 enum class ladder_step { reclaim_completed, release_cached, wait_for_pending };
 
-class caching_allocator_impl final : private plan_host {
+class caching_allocator_impl final : public plan_host {
  public:
   caching_allocator_impl(const Device& device, allocator_options options);
   ~caching_allocator_impl() override;
@@ -107,8 +107,15 @@ class caching_allocator_impl final : private plan_host {
   [[nodiscard]] block* borrow(stream_pool& pool, pool_kind kind, std::size_t rounded);
   void run(ladder_step step);
   void release_cached();
-  // plan_host: what the repeat plan asks of the allocator.
+
+ public:
+  // plan_host: what the repeat plan asks of the allocator (public for the tests of lending).
   void release_pool_cache() override;
+  [[nodiscard]] std::vector<lent_range> lend_free_memory(std::size_t most) override;
+  void take_back(const lent_range& range, const std::vector<StreamImpl*>& users) override;
+  [[nodiscard]] bool within_slack(std::size_t more_live) const override;
+
+ private:
   void note_reserved(std::int64_t bytes, std::int64_t segments) override { books_.note_reserved(bytes, segments); }
   void note_host_sync() override { books_.count(device_event::host_sync); }
   void tell_mapping(std::uintptr_t at, std::size_t bytes, mapping_change change) noexcept override {

@@ -28,17 +28,10 @@ iteration_plan::iteration_plan(memory_source& source, EventPool& events, std::si
     : source_(source), events_(events), granularity_(granularity), host_(host), observer_(observer) {}
 
 iteration_plan::~iteration_plan() {
-  if (arena_.bytes == 0) return;
-  for (StreamImpl* user : arena_users()) {
-    try {
-      StreamRef(user).synchronize();
-    } catch (...) {
-      // A failed device cannot be waited for; the arena is returned all the same.
-    }
-  }
-  source_.release(arena_.base, arena_.bytes);
-  for (std::size_t offset = 0; offset < arena_.bytes; offset += granularity_) {
-    host_.tell_mapping(arena_.base + offset, granularity_, mapping_change::unmapped);
+  try {
+    release_arena();
+  } catch (...) {
+    // A failed device cannot be waited for; what could be returned was.
   }
 }
 
@@ -131,7 +124,7 @@ void iteration_plan::restart_recording() {
 }
 
 void iteration_plan::settle() {
-  if (arena_.bytes != 0) release_arena();  // the pools serve the workload without device calls
+  if (has_arena()) release_arena();  // the pools serve the workload without device calls
   settled_calls_ = host_.device_calls();
   phase_.store(phase::settled, std::memory_order_release);
 }
@@ -147,7 +140,7 @@ void iteration_plan::after_period_found() {
 }
 
 bool iteration_plan::same_plan(const repeating_period& period) const {
-  return arena_.bytes != 0 && period.requests == book_.requests && period.lifetimes == book_.lifetimes;
+  return has_arena() && period.requests == book_.requests && period.lifetimes == book_.lifetimes;
 }
 
 void iteration_plan::activate(repeating_period period) {
@@ -169,27 +162,107 @@ void iteration_plan::activate(repeating_period period) {
     settle();
     return;
   }
-  const offset_plan offsets = plan_offsets(lifetimes, period.requests.size());
-  if (arena_.bytes != 0) release_arena();
-  // The pools never call into the plan, so their locks may be taken under ours.
-  host_.release_pool_cache();
-  if (!map_arena(round_up(offsets.footprint, granularity_))) {
+  if (has_arena()) release_arena();
+  const std::uint64_t length = period.requests.size();
+  std::vector<std::size_t> offsets;
+  if (!plan_in_place(lifetimes, length, offsets) && !plan_in_new_arena(lifetimes, length, offsets)) {
     settle();  // no room for the arena: the pools go on, and a later growth looks again
     return;
   }
   blocks_.assign(lifetimes.size(), planned_block{});
   for (std::size_t i = 0; i < lifetimes.size(); ++i) {
-    blocks_[i].offset = offsets.offsets[i];
+    blocks_[i].offset = offsets[i];
     blocks_[i].bytes = lifetimes[i].bytes;
+    blocks_[i].address = address_of(offsets[i]);
   }
   book_ = plan_book{std::move(period.requests), std::move(period.lifetimes), std::move(block_at), period.first_sequence};
-  occupants_.clear();
-  history_ = {};
+  start_history();
   predecessors_.assign(blocks_.size(), {});
-  taken_since_activation_ = 0;
-  index_offsets();
+  index_starts();
+  publish_ranges();
   ++activations_;
   phase_.store(phase::active, std::memory_order_release);
+}
+
+bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
+                                   std::vector<std::size_t>& offsets) {
+  const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
+  std::vector<std::size_t> ends;  // of each lent range in the plan's offsets: no block straddles one
+  std::size_t total = 0;
+  for (const lent_range& r : lent) ends.push_back(total += r.bytes);
+  offset_plan plan;
+  const bool holds = !lent.empty() && host_.within_slack(peak_live_bytes(lifetimes, period)) &&
+                     (plan = plan_offsets(lifetimes, period, ends)).footprint <= total;
+  std::vector<bool> used(lent.size(), false);
+  if (holds) {
+    for (const std::size_t offset : plan.offsets) used[std::upper_bound(ends.begin(), ends.end(), offset) - ends.begin()] = true;
+  }
+  for (std::size_t i = 0; i < lent.size(); ++i) {
+    if (used[i]) {
+      ranges_.push_back({lent[i].address, lent[i].bytes, ends[i] - lent[i].bytes, lent[i].lender});
+    } else {
+      host_.take_back(lent[i], {});  // the plan never touched it
+    }
+  }
+  if (!holds) return false;
+  span_ = total;
+  offsets = std::move(plan.offsets);
+  return true;
+}
+
+bool iteration_plan::plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
+                                       std::vector<std::size_t>& offsets) {
+  offset_plan plan = plan_offsets(lifetimes, period);
+  // The pools never call into the plan, so their locks may be taken under ours.
+  host_.release_pool_cache();
+  if (!map_arena(round_up(plan.footprint, granularity_))) return false;
+  offsets = std::move(plan.offsets);
+  return true;
+}
+
+std::size_t iteration_plan::range_at(std::size_t offset) const {
+  const auto past = std::upper_bound(ranges_.begin(), ranges_.end(), offset,
+                                     [](std::size_t at, const arena_range& r) { return at < r.offset; });
+  return static_cast<std::size_t>(past - ranges_.begin()) - 1;
+}
+
+std::uintptr_t iteration_plan::address_of(std::size_t offset) const {
+  const arena_range& r = ranges_[range_at(offset)];
+  return r.address + (offset - r.offset);
+}
+
+void iteration_plan::start_history() {
+  // The lenders' streams may still use the lent bytes: a block's first taking waits for them.
+  occupants_.clear();
+  history_ = {};
+  for (const arena_range& r : ranges_) remember_user(r.lender);
+  if (!history_.recorded.empty()) occupants_.emplace(0, occupied{span_, blocks_.size()});
+  taken_since_activation_ = 0;
+}
+
+void iteration_plan::remember_user(const std::shared_ptr<StreamImpl>& stream) {
+  const auto same = [&stream](const auto& have) { return have.get() == stream.get(); };
+  if (stream != nullptr && std::none_of(history_.recorded.begin(), history_.recorded.end(), same)) {
+    history_.recorded.push_back(stream);
+  }
+}
+
+void iteration_plan::publish_ranges() {
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> by_address;
+  for (const arena_range& r : ranges_) by_address.emplace_back(r.address, r.address + r.bytes);
+  std::sort(by_address.begin(), by_address.end());
+  range_count_.store(0, std::memory_order_release);
+  for (std::size_t i = 0; i < by_address.size(); ++i) {
+    range_begin_[i].store(by_address[i].first, std::memory_order_relaxed);
+    range_end_[i].store(by_address[i].second, std::memory_order_relaxed);
+  }
+  range_count_.store(by_address.size(), std::memory_order_release);
+}
+
+std::size_t iteration_plan::arena_bytes() const noexcept {
+  std::size_t total = 0;
+  for (const arena_range& r : ranges_) total += r.bytes;
+  return total;
 }
 
 bool iteration_plan::map_arena(std::size_t bytes) {
@@ -206,40 +279,57 @@ bool iteration_plan::map_arena(std::size_t bytes) {
   for (std::size_t offset = 0; offset < bytes; offset += granularity_) {
     host_.tell_mapping(base + offset, granularity_, mapping_change::mapped);
   }
-  arena_ = arena{base, bytes};
-  arena_base_.store(base, std::memory_order_release);
-  arena_bytes_.store(bytes, std::memory_order_release);
+  ranges_.push_back({base, bytes, 0, nullptr});
+  span_ = bytes;
   host_.note_reserved(static_cast<std::int64_t>(bytes), 1);
   return true;
 }
 
 void iteration_plan::release_arena() {
-  // CUDA may still read the arena: everything enqueued on the streams that used it must finish.
-  for (StreamImpl* user : arena_users()) {
-    StreamRef(user).synchronize();
-    host_.note_host_sync();
+  const std::vector<StreamImpl*> users = arena_users();
+  range_count_.store(0, std::memory_order_release);
+  std::vector<arena_range> ranges = std::exchange(ranges_, {});
+  span_ = 0;
+  for (const arena_range& r : ranges) {
+    if (r.lender != nullptr) host_.take_back(lent_range{r.address, r.bytes, r.lender}, users);
   }
-  arena_bytes_.store(0, std::memory_order_release);
-  arena_base_.store(0, std::memory_order_release);
-  source_.release(arena_.base, arena_.bytes);
-  for (std::size_t offset = 0; offset < arena_.bytes; offset += granularity_) {
-    host_.tell_mapping(arena_.base + offset, granularity_, mapping_change::unmapped);
+  for (const arena_range& r : ranges) {
+    if (r.lender == nullptr) unmap_after(r, users);
   }
-  host_.note_reserved(-static_cast<std::int64_t>(arena_.bytes), -1);
-  arena_ = {};
   blocks_.clear();
   occupants_.clear();
   predecessors_.clear();
-  offsets_.clear();
+  starts_.clear();
   live_at_.clear();
   history_ = {};
   book_ = {};
+}
+
+void iteration_plan::unmap_after(const arena_range& r, const std::vector<StreamImpl*>& users) {
+  // CUDA may still read the arena: everything enqueued on the streams that used it must finish.
+  for (StreamImpl* user : users) {
+    StreamRef(user).synchronize();
+    host_.note_host_sync();
+  }
+  source_.release(r.address, r.bytes);
+  for (std::size_t offset = 0; offset < r.bytes; offset += granularity_) {
+    host_.tell_mapping(r.address + offset, granularity_, mapping_change::unmapped);
+  }
+  host_.note_reserved(-static_cast<std::int64_t>(r.bytes), -1);
 }
 
 void iteration_plan::derail() {
   ++derailments_;
   restart_recording();
   phase_.store(phase::derailed, std::memory_order_release);
+  return_lent_if_unused();
+}
+
+void iteration_plan::return_lent_if_unused() {
+  // The pools serve everything again: what they lent goes home once no block of the plan is
+  // live, or they would grow for the bytes they lent.
+  if (phase_ != phase::derailed || !unused() || ranges_.empty() || ranges_.front().lender == nullptr) return;
+  release_arena();
 }
 
 iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std::size_t requested, StreamImpl& stream,
@@ -261,12 +351,12 @@ iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std:
   ++planned_requests_;
   occupy_slot(b);
   stats_.num_cross_stream_reuses += waits.size();
-  return {reinterpret_cast<void*>(arena_.base + b.offset), b.allocated_at};
+  return {reinterpret_cast<void*>(b.address), b.allocated_at};
 }
 
 void iteration_plan::occupy_slot(planned_block& b) {
   b.state = slot_state::live;
-  live_at_[b.offset_slot] = static_cast<std::uint32_t>(&b - blocks_.data());
+  live_at_[b.start_slot] = static_cast<std::uint32_t>(&b - blocks_.data());
   ++live_blocks_;
   stats_.allocated_bytes.add(b.bytes);
   stats_.active_bytes.add(b.bytes);
@@ -277,7 +367,7 @@ void iteration_plan::occupy_slot(planned_block& b) {
 
 void iteration_plan::vacate(planned_block& b) {
   b.state = slot_state::free;
-  live_at_[b.offset_slot] = nobody;
+  live_at_[b.start_slot] = nobody;
   --live_blocks_;
   stats_.allocated_bytes.remove(b.bytes);
   stats_.active_bytes.remove(b.bytes);
@@ -286,29 +376,27 @@ void iteration_plan::vacate(planned_block& b) {
   stats_.active.remove(1);
 }
 
-void iteration_plan::index_offsets() {
-  offsets_.clear();
-  for (const planned_block& b : blocks_) offsets_.push_back(b.offset);
-  std::sort(offsets_.begin(), offsets_.end());
-  offsets_.erase(std::unique(offsets_.begin(), offsets_.end()), offsets_.end());
+void iteration_plan::index_starts() {
+  starts_.clear();
+  for (const planned_block& b : blocks_) starts_.push_back(b.address);
+  std::sort(starts_.begin(), starts_.end());
+  starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
   for (planned_block& b : blocks_) {
-    b.offset_slot = static_cast<std::uint32_t>(std::lower_bound(offsets_.begin(), offsets_.end(), b.offset) - offsets_.begin());
+    b.start_slot = static_cast<std::uint32_t>(std::lower_bound(starts_.begin(), starts_.end(), b.address) - starts_.begin());
   }
-  live_at_.assign(offsets_.size(), nobody);
+  live_at_.assign(starts_.size(), nobody);
 }
 
 void iteration_plan::forget_occupants() {
   history_ = {};
-  const auto keep = [this](const std::shared_ptr<StreamImpl>& s) {
-    const auto same = [&](const auto& have) { return have.get() == s.get(); };
-    if (s != nullptr && std::none_of(history_.recorded.begin(), history_.recorded.end(), same)) history_.recorded.push_back(s);
-  };
+  // Bytes a derailed plan never took may still hold a lender's work.
+  for (const arena_range& r : ranges_) remember_user(r.lender);
   for (const planned_block& b : blocks_) {
-    keep(b.stream);
-    for (const auto& r : b.recorded) keep(r);
+    remember_user(b.stream);
+    for (const auto& r : b.recorded) remember_user(r);
   }
   occupants_.clear();
-  occupants_.emplace(0, occupied{arena_.bytes, blocks_.size()});
+  occupants_.emplace(0, occupied{span_, blocks_.size()});
   taken_since_activation_ = 0;
 }
 
@@ -394,16 +482,25 @@ void iteration_plan::order_after(void* ptr, std::size_t bytes, StreamImpl& strea
 }
 
 bool iteration_plan::owns(const void* ptr) const noexcept {
-  const std::uintptr_t base = arena_base_.load(std::memory_order_acquire);
-  const std::size_t bytes = arena_bytes_.load(std::memory_order_acquire);
-  return reinterpret_cast<std::uintptr_t>(ptr) - base < bytes;
+  const auto at = reinterpret_cast<std::uintptr_t>(ptr);
+  std::size_t low = 0;  // then the first range beginning past `at`
+  std::size_t high = range_count_.load(std::memory_order_acquire);
+  while (low < high) {
+    const std::size_t middle = (low + high) / 2;
+    if (range_begin_[middle].load(std::memory_order_relaxed) <= at) {
+      low = middle + 1;
+    } else {
+      high = middle;
+    }
+  }
+  return low != 0 && at < range_end_[low - 1].load(std::memory_order_relaxed);
 }
 
 std::size_t iteration_plan::live_index(const void* ptr, const char* call) const {
-  const std::size_t offset = reinterpret_cast<std::uintptr_t>(ptr) - arena_.base;
-  const auto at = std::lower_bound(offsets_.begin(), offsets_.end(), offset);
-  if (at != offsets_.end() && *at == offset) {
-    const std::uint32_t index = live_at_[static_cast<std::size_t>(at - offsets_.begin())];
+  const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+  const auto at = std::lower_bound(starts_.begin(), starts_.end(), address);
+  if (at != starts_.end() && *at == address) {
+    const std::uint32_t index = live_at_[static_cast<std::size_t>(at - starts_.begin())];
     if (index != nobody && blocks_[index].state == slot_state::live) return index;
   }
   SS_EXPECTS(false, "caching_allocator::", call, "(", ptr, "): not a live allocation of this allocator (",
@@ -417,6 +514,7 @@ void iteration_plan::deallocate(void* ptr) {
     planned_block& b = blocks_[live_index(ptr, "deallocate")];
     vacate(b);
     note_free(b.allocated_at);
+    return_lent_if_unused();
     return;
   }
   std::size_t index = 0;
@@ -436,6 +534,7 @@ void iteration_plan::deallocate(void* ptr) {
   planned_block& b = blocks_[index];
   vacate(b);
   note_free(b.allocated_at);
+  return_lent_if_unused();
 }
 
 void iteration_plan::note_free(std::uint64_t allocated_at) {
@@ -485,7 +584,7 @@ bool iteration_plan::record_stream(void* ptr, StreamImpl& stream) {
 block_info iteration_plan::block_of(const void* ptr) const {
   std::lock_guard lock(mutex_);
   const planned_block& b = blocks_[live_index(ptr, "block_of")];
-  return {reinterpret_cast<void*>(arena_.base + b.offset), b.bytes, b.requested, b.stream->id()};
+  return {reinterpret_cast<void*>(b.address), b.bytes, b.requested, b.stream->id()};
 }
 
 StreamRef iteration_plan::allocation_stream(const void* ptr) const {
@@ -493,13 +592,14 @@ StreamRef iteration_plan::allocation_stream(const void* ptr) const {
   return StreamRef(blocks_[live_index(ptr, "allocation_stream")].stream.get());
 }
 
-iteration_plan::arena_view iteration_plan::view() const {
+std::vector<iteration_plan::arena_view> iteration_plan::view() const {
   std::lock_guard lock(mutex_);
-  arena_view out{arena_.base, arena_.bytes, {}};
+  std::vector<arena_view> out;
+  for (const arena_range& r : ranges_) out.push_back({r.address, r.bytes, r.lender != nullptr, {}});
   for (const planned_block& b : blocks_) {
-    if (b.state != slot_state::free) {
-      out.live.push_back({reinterpret_cast<void*>(arena_.base + b.offset), b.bytes, b.requested, b.stream->id()});
-    }
+    if (b.state == slot_state::free) continue;
+    out[range_at(b.offset)].live.push_back(
+        {reinterpret_cast<void*>(b.address), b.bytes, b.requested, b.stream->id()});
   }
   return out;
 }
@@ -515,12 +615,12 @@ void iteration_plan::add_stats(allocator_stats& total) const {
   total.num_plan_activations = activations_;
   total.num_plan_derailments = derailments_;
   total.num_planned_allocations = planned_requests_;
-  total.plan_arena_bytes = arena_.bytes;
+  total.plan_arena_bytes = arena_bytes();
 }
 
 void iteration_plan::release_if_unused() {
   std::lock_guard lock(mutex_);
-  if (arena_.bytes == 0 || !unused()) return;
+  if (!has_arena() || !unused()) return;
   release_arena();
   restart_recording();
 }

@@ -5,8 +5,16 @@
 // matches the plan is served from its offset: no device call, no synchronization, and the arena
 // is little more than the most bytes the period ever has live, where an online policy pays for
 // the holes its early choices leave. A request that does not match ends the plan ("derails"):
-// the pools serve everything again, and the arena goes back to the device once its blocks are
-// freed and the cache is emptied (or it serves a later plan of the same period again).
+// the pools serve everything again, and the arena goes back once its blocks are freed and the
+// cache is emptied (or it serves a later plan of the same period again).
+//
+// The arena. The pools lend the plan their free mapped blocks first, and the period is planned
+// over them (no block straddles two): when they hold it, and the pools' reserved bytes stay
+// within the allocator's slack above live bytes, the plan starts without a device call. Else
+// the lent blocks go back, the pools' free memory goes to the device, and one arena is mapped
+// for the plan (four device calls). Lent blocks go back to their pools with the pools' streams
+// ordered after the plan's (event waits, no host sync); a mapped arena is unmapped only after
+// the streams that used it finished.
 //
 // Ordering. Blocks of the plan that share bytes follow each other in the period. A block's first
 // use is ordered after every stream that used the bytes before, on the device: when a previous
@@ -22,6 +30,7 @@
 // locks are never waited on behind it.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +41,7 @@
 #include <vector>
 
 #include "alloc/memory_source.hpp"
+#include "alloc/offset_planner.hpp"
 #include "alloc/repeat_detector.hpp"
 #include "runtime/stream_impl.hpp"
 #include "streamsafe/alloc/allocator_observer.hpp"
@@ -45,6 +55,13 @@ class allocator_observer;
 
 namespace streamsafe::detail {
 
+/// A free block of the pools, every byte mapped, lent to the plan for its arena.
+struct lent_range {
+  std::uintptr_t address = 0;
+  std::size_t bytes = 0;
+  std::shared_ptr<StreamImpl> lender;  // the pool's stream: work queued there may still use the bytes
+};
+
 /// What the plan needs from the allocator around it.
 class plan_host {
  public:
@@ -52,6 +69,16 @@ class plan_host {
   /// Gives the pools' free memory back to the device (before the arena is mapped, so reserved
   /// never holds both).
   virtual void release_pool_cache() = 0;
+  /// Takes up to `most` of the pools' free blocks whose bytes are all mapped out of their bins,
+  /// largest first, and lends them to the plan; the pools' reserved bytes keep counting them.
+  /// The pools never call into the plan, so their locks may be taken under the plan's.
+  [[nodiscard]] virtual std::vector<lent_range> lend_free_memory(std::size_t most) = 0;
+  /// Gives `range` back to its pool, the pool's stream first ordered after `users` on the
+  /// device (an event wait for each; no host sync), so the pool's next use follows the plan's.
+  virtual void take_back(const lent_range& range, const std::vector<StreamImpl*>& users) = 0;
+  /// Whether the bytes reserved now stay within the allocator's slack above the bytes live now
+  /// plus `more_live`: whether a plan over the pools' own memory keeps reserved near live.
+  [[nodiscard]] virtual bool within_slack(std::size_t more_live) const = 0;
   virtual void note_reserved(std::int64_t bytes, std::int64_t segments) = 0;
   virtual void note_host_sync() = 0;
   /// Tells the allocator's observers that physical memory now backs, or no longer backs, a chunk
@@ -85,13 +112,14 @@ class iteration_plan {
   bool record_stream(void* ptr, StreamImpl& stream);
   [[nodiscard]] block_info block_of(const void* ptr) const;
   [[nodiscard]] StreamRef allocation_stream(const void* ptr) const;
-  /// The arena and its live blocks, for snapshots (bytes == 0: no arena).
+  /// One range of the arena and its live blocks, for snapshots.
   struct arena_view {
     std::uintptr_t base = 0;
     std::size_t bytes = 0;
+    bool lent = false;  // the pools' memory (their segments list it too), else mapped by the plan
     std::vector<block_info> live;
   };
-  [[nodiscard]] arena_view view() const;
+  [[nodiscard]] std::vector<arena_view> view() const;
   /// Adds the arena's blocks and the plan's counters to `total`.
   void add_stats(allocator_stats& total) const;
   /// The arena goes back to the device when none of its blocks is live (empty_cache, the
@@ -102,11 +130,12 @@ class iteration_plan {
   enum class phase : std::uint8_t { recording, settled, active, derailed };
   enum class slot_state : std::uint8_t { free, live, freeing };
   struct planned_block {
-    std::size_t offset = 0;
+    std::size_t offset = 0;      // in the plan's offsets, which the arena's ranges cover in turn
+    std::uintptr_t address = 0;  // where the offset lies
     std::size_t bytes = 0;
     std::size_t requested = 0;
     slot_state state = slot_state::free;
-    std::uint32_t offset_slot = 0;  // in offsets_
+    std::uint32_t start_slot = 0;  // in starts_
     std::uint64_t allocated_at = 0;  // sequence number of the live instance
     std::shared_ptr<StreamImpl> stream;                  // of the last instance
     std::vector<std::shared_ptr<StreamImpl>> recorded;   // of the last instance
@@ -121,10 +150,14 @@ class iteration_plan {
     std::vector<std::size_t> block_at;    // for each planned alloc of the period: its block
     std::uint64_t first_sequence = 0;     // sequence number of a phase-0 request
   };
-  struct arena {
-    std::uintptr_t base = 0;
+  /// Offsets [offset, offset + bytes) of the plan lie at [address, address + bytes).
+  struct arena_range {
+    std::uintptr_t address = 0;
     std::size_t bytes = 0;
+    std::size_t offset = 0;
+    std::shared_ptr<StreamImpl> lender;  // null: mapped by the plan
   };
+  static constexpr std::size_t max_ranges = 64;
   static constexpr std::size_t unplanned = ~std::size_t{0};
 
   served log_alloc(std::size_t rounded, StreamImpl& stream);
@@ -141,9 +174,31 @@ class iteration_plan {
   void settle();
   void restart_recording();
   [[nodiscard]] bool same_plan(const repeating_period& period) const;
+  /// Plans `lifetimes` over memory the pools lend; false, having given it all back, when the
+  /// pools cannot hold the plan within the slack.
+  [[nodiscard]] bool plan_in_place(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
+                                   std::vector<std::size_t>& offsets);
+  /// Plans `lifetimes` in one arena mapped for them; false when the device has no room.
+  [[nodiscard]] bool plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
+                                       std::vector<std::size_t>& offsets);
   [[nodiscard]] bool map_arena(std::size_t bytes);
+  /// The range of the arena holding `offset`, and the address there.
+  [[nodiscard]] std::size_t range_at(std::size_t offset) const;
+  [[nodiscard]] std::uintptr_t address_of(std::size_t offset) const;
+  /// A new plan's first takings of bytes wait for the streams that lent them.
+  void start_history();
+  /// Adds `stream` (when not null) to the arena's earlier users, once.
+  void remember_user(const std::shared_ptr<StreamImpl>& stream);
+  /// Gives `r`, mapped by the plan, back to the device once `users` finished their work.
+  void unmap_after(const arena_range& r, const std::vector<StreamImpl*>& users);
+  /// Makes `ranges_` the arena and tells owns() (with no block of the plan live).
+  void publish_ranges();
+  [[nodiscard]] bool has_arena() const noexcept { return !ranges_.empty(); }
+  [[nodiscard]] std::size_t arena_bytes() const noexcept;
   void release_arena();
   void derail();
+  /// Once derailed and with no block live, gives memory the pools lent back to them.
+  void return_lent_if_unused();
   /// Takes the bytes of block `index` for an allocation on `stream`: the streams it must wait for
   /// go to `waits`. False, changing nothing, when an earlier occupant is still live.
   [[nodiscard]] bool occupy(std::size_t index, StreamImpl& stream, std::vector<std::shared_ptr<StreamImpl>>& waits);
@@ -157,7 +212,7 @@ class iteration_plan {
   /// Before the plan serves again from an arena whose history the occupants' map lost: every
   /// first taking of bytes waits for every stream that used the arena.
   void forget_occupants();
-  void index_offsets();
+  void index_starts();
   /// A block's slot becomes live, or free again, in the books. Caller holds mutex_.
   void occupy_slot(planned_block& b);
   void vacate(planned_block& b);
@@ -180,8 +235,11 @@ class iteration_plan {
 
   std::atomic<phase> phase_{phase::recording};
   std::atomic<bool> disturbed_{false};
-  std::atomic<std::uintptr_t> arena_base_{0};
-  std::atomic<std::size_t> arena_bytes_{0};
+  // The arena's ranges by address, for owns() without the lock: written only while no block of
+  // the plan is live (so no pointer of a range can be in a caller's hands), the count last.
+  std::array<std::atomic<std::uintptr_t>, max_ranges> range_begin_{};
+  std::array<std::atomic<std::uintptr_t>, max_ranges> range_end_{};
+  std::atomic<std::size_t> range_count_{0};
   std::uint64_t settled_calls_ = 0;
 
   mutable std::mutex mutex_;
@@ -189,7 +247,8 @@ class iteration_plan {
   repeat_detector detector_;
   std::optional<repeating_period> found_;  // waits for the next request to begin it
   plan_book book_;
-  arena arena_;
+  std::vector<arena_range> ranges_;  // in offset order
+  std::size_t span_ = 0;             // offsets the ranges cover
   std::vector<planned_block> blocks_;
   std::map<std::size_t, occupied> occupants_;  // arena offset -> the last block on [offset, end)
   // Each block is taken once per period, in period order, so from the second period after an
@@ -199,9 +258,9 @@ class iteration_plan {
   std::vector<std::vector<std::uint32_t>> predecessors_;
   std::uint64_t taken_since_activation_ = 0;
   planned_block history_;
-  // The blocks' distinct offsets, sorted, and for each the block live there (blocks live
+  // The blocks' distinct addresses, sorted, and for each the block live there (blocks live
   // together never share bytes): frees and queries find their block without a search per block.
-  std::vector<std::size_t> offsets_;
+  std::vector<std::uintptr_t> starts_;
   std::vector<std::uint32_t> live_at_;
   static constexpr std::uint32_t nobody = ~std::uint32_t{0};
   std::size_t live_blocks_ = 0;

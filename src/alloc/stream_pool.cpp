@@ -55,8 +55,11 @@ void stream_pool::split(block* b, std::size_t bytes) {
 }
 
 block* stream_pool::take(block* candidate, std::size_t bytes, stream_pool& user) {
-  const bool backed = placement_mapped(*candidate, bytes);
-  const std::uintptr_t at = placement(*candidate, bytes);
+  return take_at(candidate, placement(*candidate, bytes), bytes, user);
+}
+
+block* stream_pool::take_at(block* candidate, std::uintptr_t at, std::size_t bytes, stream_pool& user) {
+  const bool backed = candidate->mapped || unmapped_chunks(*candidate->owner, at, bytes) == 0;
   free_bins& bins = bins_[index(candidate->owner->kind)];
   bins.remove(candidate);
   if (at != candidate->address) {  // the head stays free, the request starts the rest

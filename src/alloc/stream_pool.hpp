@@ -64,6 +64,9 @@ class stream_pool {
   /// off what they do not need, and marks them live for `user`. The live block is listed here,
   /// in its segment's pool.
   block* take(block* candidate, std::size_t bytes, stream_pool& user);
+  /// As take, with the bytes placed at `at` (in `candidate`; at its start, or where the head
+  /// left free before it is a block of its own).
+  block* take_at(block* candidate, std::uintptr_t at, std::size_t bytes, stream_pool& user);
   /// The live block at `address` in this pool's segments, unlisted (its free follows); nullptr
   /// when there is none.
   [[nodiscard]] block* unlist_live(std::uintptr_t address) noexcept { return live_.take(address); }

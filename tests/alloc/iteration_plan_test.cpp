@@ -6,18 +6,22 @@
 // plan is always worth taking; the pools are a second allocator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "alloc/iteration_plan.hpp"
 #include "alloc/memory_source.hpp"
+#include "alloc/stream_share.hpp"
 #include "backends.hpp"
 #include "reuse_oracle.hpp"
 #include "streamsafe/alloc/caching_allocator.hpp"
+#include "streamsafe/alloc/trace_replay.hpp"
 #include "streamsafe/event_pool.hpp"
 
 namespace streamsafe {
@@ -33,9 +37,15 @@ constexpr std::uint32_t old_data = 0x0DDA7A00;
 constexpr std::uint32_t late_data = 0x1A7E1A7E;
 constexpr std::uint32_t new_data = 0x0E3D0E3D;
 
+/// Lends nothing unless given `to_lend`, which it lends at the next activation.
 class always_growing_host final : public detail::plan_host {
  public:
   void release_pool_cache() override { ++pool_releases; }
+  std::vector<detail::lent_range> lend_free_memory(std::size_t /*most*/) override { return std::exchange(to_lend, {}); }
+  void take_back(const detail::lent_range& range, const std::vector<detail::StreamImpl*>& users) override {
+    taken_back.push_back({range, users});
+  }
+  [[nodiscard]] bool within_slack(std::size_t /*more_live*/) const override { return true; }
   void note_reserved(std::int64_t bytes, std::int64_t /*segments*/) override { reserved += bytes; }
   void note_host_sync() override { ++host_syncs; }
   void tell_mapping(std::uintptr_t /*at*/, std::size_t /*bytes*/, mapping_change /*change*/) noexcept override {}
@@ -43,6 +53,12 @@ class always_growing_host final : public detail::plan_host {
   int pool_releases = 0;
   std::int64_t reserved = 0;
   int host_syncs = 0;
+  std::vector<detail::lent_range> to_lend;
+  struct returned {
+    detail::lent_range range;
+    std::vector<detail::StreamImpl*> users;
+  };
+  std::vector<returned> taken_back;
 
  private:
   mutable std::uint64_t calls_ = 0;
@@ -301,6 +317,69 @@ TEST_P(PlanFixture, APlanStartedAgainOverItsArenaWaitsForTheArenasEarlierUsers) 
       << "the restarted plan's first block lies in the late block's bytes (else this test sees nothing)";
 }
 
+TEST_P(PlanFixture, APlanOverLentMemoryMapsNothingAndItsFirstBlocksWaitForTheLendersWork) {
+  // The pools lend 16 MiB of theirs, last written on the lagging stream: every block of the plan
+  // lies there, and the first on a must wait for that write.
+  constexpr std::size_t lent_bytes = 16 * mib;
+  const std::uintptr_t base = parts_->source->reserve(lent_bytes);
+  parts_->source->map_chunk(base, lent_bytes);
+  parts_->oracle.late_write(parts_->late, reinterpret_cast<void*>(base), lent_bytes, late_data);
+  parts_->host.to_lend.push_back({base, lent_bytes, detail::share_stream(parts_->late.impl())});
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  for (int i = 0; i < 3; ++i) {
+    std::vector<live_block> blocks(steps.size());
+    for (std::size_t j = 0; j < steps.size(); ++j) {
+      if (steps[j].bytes == 0) {
+        deallocate(blocks[steps[j].frees]);
+        continue;
+      }
+      const bool first_planned = plan_stats().num_planned_allocations == 0;
+      allocate(steps[j].bytes, steps[j].stream, blocks[j]);
+      if (blocks[j].planned && first_planned) {
+        ASSERT_LT(reinterpret_cast<std::uintptr_t>(blocks[j].ptr) - base, lent_bytes) << "planned in the lent memory";
+        parts_->oracle.claim(parts_->a, blocks[j].ptr, blocks[j].bytes, new_data);
+        EXPECT_TRUE(parts_->oracle.settle());
+      }
+    }
+  }
+  const allocator_stats s = plan_stats();
+  ASSERT_EQ(s.num_plan_activations, 1u);
+  EXPECT_EQ(s.plan_arena_bytes, lent_bytes);
+  EXPECT_EQ(parts_->host.reserved, 0) << "no arena mapped";
+  EXPECT_EQ(parts_->host.pool_releases, 0) << "the pools keep their memory";
+  parts_->plan.release_if_unused();
+  ASSERT_EQ(parts_->host.taken_back.size(), 1u);
+  const auto& returned = parts_->host.taken_back[0];
+  EXPECT_EQ(returned.range.address, base);
+  EXPECT_NE(std::find(returned.users.begin(), returned.users.end(), &parts_->a.impl()), returned.users.end())
+      << "the pool's stream must be ordered after the plan's";
+  parts_->source->release(base, lent_bytes);
+}
+
+TEST_P(PlanFixture, ADerailedPlanGivesLentMemoryBackOnceItsLastBlockIsFreed) {
+  // Else the pools, serving everything again, would grow for the bytes they lent.
+  constexpr std::size_t lent_bytes = 16 * mib;
+  const std::uintptr_t base = parts_->source->reserve(lent_bytes);
+  parts_->source->map_chunk(base, lent_bytes);
+  parts_->host.to_lend.push_back({base, lent_bytes, detail::share_stream(parts_->late.impl())});
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  warm_up(steps);
+  live_block held;
+  allocate(steps[0].bytes, steps[0].stream, held);
+  ASSERT_TRUE(held.planned);
+  live_block off;
+  allocate(3 * mib, 0, off);  // the plan expected the first filler's free
+  ASSERT_FALSE(off.planned);
+  ASSERT_EQ(plan_stats().num_plan_derailments, 1u);
+  EXPECT_TRUE(parts_->host.taken_back.empty()) << "a block of the plan is still live";
+  deallocate(held);
+  ASSERT_EQ(parts_->host.taken_back.size(), 1u) << "the last block freed sends the lent memory home";
+  EXPECT_EQ(parts_->host.taken_back[0].range.address, base);
+  EXPECT_EQ(plan_stats().plan_arena_bytes, 0u);
+  deallocate(off);
+  parts_->source->release(base, lent_bytes);
+}
+
 TEST_P(PlanFixture, ARequestOffThePlanHandsBackToThePoolsAndTheArenaGoesOnlyAfterItsWork) {
   std::vector<step> steps = with_fillers({{1 * mib, 1, 0}, {0, 0, 0}, {2 * mib, 0, 0}, {0, 0, 2}});
   warm_up(steps);
@@ -429,6 +508,27 @@ TEST(RepeatPlanInTheAllocator, ALoopWhoseHolesMoveStopsCallingTheDeviceAndShowsI
   EXPECT_NE(planned.snapshot_json().find("\"pool\":\"plan\""), std::string::npos);
   EXPECT_EQ(planned.block_of(p).base, p);
   planned.deallocate(p);
+}
+
+
+TEST(RepeatPlanInTheAllocator, ATrainingLoopWhosePoolsHoldItsPeriodStartsThePlanInThemWithoutADeviceCall) {
+  // ResNet-50's training step: remap's pools move chunks while the plan records; once it starts,
+  // in the pools' own mapped memory, no pass calls the device or waits for it.
+  const std::vector<trace_event> events = load_alloc_trace(STREAMSAFE_TRACES "/resnet50_train.alloc.csv.gz");
+  const Device device = testing::make_device(test_backend::sim_deterministic, 1, 8192 * mib);
+  const replay_result r = replay_alloc_trace(events, device, allocator_options{}, replay_loop{.iterations = 5});
+  ASSERT_EQ(r.plan_activations, 1u);
+  ASSERT_EQ(r.plan_derailments, 0u);
+  ASSERT_GT(r.iterations[1].device_calls, 0u) << "the pools must call the device while the plan records";
+  std::size_t planned_from = 1;
+  while (planned_from < r.iterations.size() && r.iterations[planned_from].device_calls != 0) ++planned_from;
+  ASSERT_LT(planned_from, r.iterations.size() - 1) << "the plan must start within the first passes";
+  for (std::size_t i = planned_from; i < r.iterations.size(); ++i) {
+    EXPECT_EQ(r.iterations[i].device_calls, 0u) << "pass " << i + 1;
+    EXPECT_EQ(r.iterations[i].host_syncs, 0u) << "pass " << i + 1;
+    EXPECT_LE(r.iterations[i].peak_reserved_bytes, r.iterations[0].peak_reserved_bytes) << "pass " << i + 1;
+  }
+  EXPECT_LE(r.plan_arena_bytes, r.iterations[0].peak_reserved_bytes) << "the arena is the pools' memory";
 }
 
 }  // namespace

@@ -1,0 +1,93 @@
+// What the caching allocator lends its repeat plan (src/alloc/plan_lending.cpp): free blocks
+// whose bytes are all mapped, out of the pools' reach while lent, and given back with the
+// pool's stream ordered after the streams that used them in the plan, with their work still
+// queued when the pool takes the bytes again.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "alloc/caching_allocator_impl.hpp"
+#include "backends.hpp"
+#include "reuse_oracle.hpp"
+
+namespace streamsafe {
+namespace {
+
+using testing::reuse_oracle;
+using testing::test_backend;
+
+constexpr std::size_t mib = 1024 * 1024;
+constexpr std::uint32_t late_data = 0x1A7E1A7E;
+constexpr std::uint32_t new_data = 0x0E3D0E3D;
+
+class PlanLending : public ::testing::TestWithParam<test_backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == test_backend::cuda && Device::cuda_device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device here (the cuda variant runs on a GPU machine)";
+    }
+    device_.emplace(testing::make_device(GetParam(), 1, 256 * mib));
+    a_.emplace(*device_, stream_options{.name = "a"});
+    late_.emplace(*device_, testing::slow_stream("late"));
+    impl_.emplace(*device_, allocator_options{.repeat_plan = false});
+  }
+  /// A block of `bytes` allocated on a and freed: a's pool holds it, free and mapped.
+  void* cached_on_a(std::size_t bytes) {
+    void* p = impl_->allocate(bytes, *a_);
+    impl_->deallocate(p);
+    return p;
+  }
+  [[nodiscard]] static const detail::lent_range* range_at(const std::vector<detail::lent_range>& lent, void* p) {
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    const auto it = std::find_if(lent.begin(), lent.end(), [at](const auto& r) { return at - r.address < r.bytes; });
+    return it == lent.end() ? nullptr : &*it;
+  }
+
+  std::optional<Device> device_;
+  std::optional<Stream> a_;
+  std::optional<Stream> late_;
+  std::optional<detail::caching_allocator_impl> impl_;
+};
+
+TEST_P(PlanLending, ALentBlockIsOutOfThePoolsReachUntilItComesBack) {
+  void* p = cached_on_a(4 * mib);
+  detail::plan_host& host = *impl_;
+  const std::vector<detail::lent_range> lent = host.lend_free_memory(8);
+  const detail::lent_range* range = range_at(lent, p);
+  ASSERT_NE(range, nullptr) << "a's free block is lent";
+  EXPECT_EQ(range->lender.get(), &a_->impl());
+  void* q = impl_->allocate(4 * mib, *a_);
+  EXPECT_EQ(range_at(lent, q), nullptr) << "the pool served bytes it lent";
+  impl_->deallocate(q);
+  for (const auto& r : lent) host.take_back(r, {});
+  void* again = impl_->allocate(4 * mib, *a_);
+  EXPECT_EQ(again, p) << "the bytes are the pool's again";
+  impl_->deallocate(again);
+}
+
+TEST_P(PlanLending, ABlockGivenBackIsReusedOnlyAfterTheWorkOfTheStreamsThatUsedItInThePlan) {
+  void* p = cached_on_a(4 * mib);
+  detail::plan_host& host = *impl_;
+  const std::vector<detail::lent_range> lent = host.lend_free_memory(8);
+  const detail::lent_range* range = range_at(lent, p);
+  ASSERT_NE(range, nullptr);
+  reuse_oracle oracle(*device_);
+  oracle.late_write(*late_, p, 4 * mib, late_data);  // the plan's user, still writing
+  std::vector<detail::StreamImpl*> users{&late_->impl()};
+  for (const auto& r : lent) host.take_back(r, &r == range ? users : std::vector<detail::StreamImpl*>{});
+  void* again = impl_->allocate(4 * mib, *a_);
+  ASSERT_EQ(again, p) << "the pool takes the same bytes again (else this test sees nothing)";
+  oracle.claim(*a_, again, 4 * mib, new_data);
+  EXPECT_TRUE(oracle.settle());
+  impl_->deallocate(again);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PlanLending,
+                         ::testing::Values(test_backend::sim_deterministic, test_backend::sim_threaded, test_backend::cuda),
+                         [](const ::testing::TestParamInfo<test_backend>& info) { return testing::to_string(info.param); });
+
+}  // namespace
+}  // namespace streamsafe
