@@ -11,7 +11,7 @@ backend=${2:-sim}
 traces=${3:-build/traces}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 resnet=${RESNET_TRACE:-}
-for candidate in "$traces" "$here/../shared/data"; do  # the GPU machine has it in the first
+for candidate in "$traces" "$here/bench/traces" "$here/../shared/data"; do
   [ -n "$resnet" ] || [ ! -f "$candidate/resnet50_train.alloc.csv.gz" ] || resnet=$candidate/resnet50_train.alloc.csv.gz
 done
 mkdir -p "$traces"

@@ -148,6 +148,20 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
     ASSERT_EQ(s.num_plan_activations, 1u) << "the plan starts after its period was seen twice";
     ASSERT_EQ(s.num_plan_derailments, 0u);
   }
+  /// `bytes` of mapped memory the host lends the plan at its next activation, as the pools of
+  /// the lagging stream would; released at the end of the test.
+  std::uintptr_t lend_from_late(std::size_t bytes) {
+    const std::uintptr_t base = parts_->source->reserve(bytes);
+    parts_->source->map_chunk(base, bytes);
+    parts_->host.to_lend.push_back({base, bytes, detail::share_stream(parts_->late.impl())});
+    lent_ = {base, bytes};
+    return base;
+  }
+  void TearDown() override {
+    if (lent_.second == 0) return;
+    parts_->plan.release_if_unused();
+    parts_->source->release(lent_.first, lent_.second);
+  }
   void expect_wait_for_another_streams_work(int served);
   void expect_wait_for_a_recorded_stream(int served);
   [[nodiscard]] allocator_stats plan_stats() const {
@@ -177,6 +191,7 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
     iteration_plan plan;
   };
   std::optional<parts> parts_;
+  std::pair<std::uintptr_t, std::size_t> lent_{0, 0};
 };
 
 TEST_P(PlanFixture, AfterTwoPeriodsEveryPlannedRequestIsServedFromTheArena) {
@@ -321,10 +336,8 @@ TEST_P(PlanFixture, APlanOverLentMemoryMapsNothingAndItsFirstBlocksWaitForTheLen
   // The pools lend 16 MiB of theirs, last written on the lagging stream: every block of the plan
   // lies there, and the first on a must wait for that write.
   constexpr std::size_t lent_bytes = 16 * mib;
-  const std::uintptr_t base = parts_->source->reserve(lent_bytes);
-  parts_->source->map_chunk(base, lent_bytes);
+  const std::uintptr_t base = lend_from_late(lent_bytes);
   parts_->oracle.late_write(parts_->late, reinterpret_cast<void*>(base), lent_bytes, late_data);
-  parts_->host.to_lend.push_back({base, lent_bytes, detail::share_stream(parts_->late.impl())});
   const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
   for (int i = 0; i < 3; ++i) {
     std::vector<live_block> blocks(steps.size());
@@ -353,15 +366,11 @@ TEST_P(PlanFixture, APlanOverLentMemoryMapsNothingAndItsFirstBlocksWaitForTheLen
   EXPECT_EQ(returned.range.address, base);
   EXPECT_NE(std::find(returned.users.begin(), returned.users.end(), &parts_->a.impl()), returned.users.end())
       << "the pool's stream must be ordered after the plan's";
-  parts_->source->release(base, lent_bytes);
 }
 
 TEST_P(PlanFixture, ADerailedPlanGivesLentMemoryBackOnceItsLastBlockIsFreed) {
   // Else the pools, serving everything again, would grow for the bytes they lent.
-  constexpr std::size_t lent_bytes = 16 * mib;
-  const std::uintptr_t base = parts_->source->reserve(lent_bytes);
-  parts_->source->map_chunk(base, lent_bytes);
-  parts_->host.to_lend.push_back({base, lent_bytes, detail::share_stream(parts_->late.impl())});
+  const std::uintptr_t base = lend_from_late(16 * mib);
   const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
   warm_up(steps);
   live_block held;
@@ -377,7 +386,6 @@ TEST_P(PlanFixture, ADerailedPlanGivesLentMemoryBackOnceItsLastBlockIsFreed) {
   EXPECT_EQ(parts_->host.taken_back[0].range.address, base);
   EXPECT_EQ(plan_stats().plan_arena_bytes, 0u);
   deallocate(off);
-  parts_->source->release(base, lent_bytes);
 }
 
 TEST_P(PlanFixture, ARequestOffThePlanHandsBackToThePoolsAndTheArenaGoesOnlyAfterItsWork) {
