@@ -95,11 +95,7 @@ bool iteration_plan::begin_with(const request& next) {
     return false;
   }
   detector_.restart();
-  if (period.device_calls == 0) {
-    settle();
-  } else {
-    activate(std::move(period));
-  }
+  activate(std::move(period));
   return true;
 }
 
@@ -165,7 +161,8 @@ void iteration_plan::activate(repeating_period period) {
   if (has_arena()) release_arena();
   const std::uint64_t length = period.requests.size();
   std::vector<std::size_t> offsets;
-  if (!plan_in_place(lifetimes, length, offsets) && !plan_in_new_arena(lifetimes, length, offsets)) {
+  const bool pools_settled = period.device_calls == 0;
+  if (!plan_in_place(lifetimes, length, offsets) && (pools_settled || !plan_in_new_arena(lifetimes, length, offsets))) {
     settle();  // no room for the arena: the pools go on, and a later growth looks again
     return;
   }
@@ -175,7 +172,8 @@ void iteration_plan::activate(repeating_period period) {
     blocks_[i].bytes = lifetimes[i].bytes;
     blocks_[i].address = address_of(offsets[i]);
   }
-  book_ = plan_book{std::move(period.requests), std::move(period.lifetimes), std::move(block_at), period.first_sequence};
+  book_ = plan_book{std::move(period.requests), std::move(period.lifetimes), std::move(block_at), period.first_sequence,
+                    pools_settled};
   start_history();
   predecessors_.assign(blocks_.size(), {});
   index_starts();
@@ -320,6 +318,9 @@ void iteration_plan::unmap_after(const arena_range& r, const std::vector<StreamI
 
 void iteration_plan::derail() {
   ++derailments_;
+  // A plan of a period the pools served without calls that ends before it came round once was
+  // a stretch of a longer period: not worth planning again (the pools call nothing meanwhile).
+  if (book_.settled && taken_since_activation_ < blocks_.size()) detector_.forbid(book_.requests.size());
   restart_recording();
   phase_.store(phase::derailed, std::memory_order_release);
   return_lent_if_unused();

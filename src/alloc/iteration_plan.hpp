@@ -149,6 +149,7 @@ class iteration_plan {
     std::vector<std::uint64_t> lifetimes;
     std::vector<std::size_t> block_at;    // for each planned alloc of the period: its block
     std::uint64_t first_sequence = 0;     // sequence number of a phase-0 request
+    bool settled = false;                 // the pools made no device call in the period
   };
   /// Offsets [offset, offset + bytes) of the plan lie at [address, address + bytes).
   struct arena_range {

@@ -70,6 +70,10 @@ void repeat_detector::reject() {
   ready_ = false;
 }
 
+void repeat_detector::forbid(std::uint64_t length) {
+  if (std::find(forbidden_.begin(), forbidden_.end(), length) == forbidden_.end()) forbidden_.push_back(length);
+}
+
 void repeat_detector::restart() {
   rejected_.clear();
   log_.clear();
@@ -112,6 +116,7 @@ void repeat_detector::look_for_period(std::uint64_t latest) {
   // inside a forward pass keep adding activations; a first pass also allocates the weights).
   if (period < 2 * window || seen - first_ > 4 * period) return;
   if (std::find(rejected_.begin(), rejected_.end(), period) != rejected_.end()) return;
+  if (std::find(forbidden_.begin(), forbidden_.end(), period) != forbidden_.end()) return;
   if (at(latest).live_bytes == at(seen).live_bytes) propose(latest, period);
 }
 

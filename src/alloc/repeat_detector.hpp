@@ -61,6 +61,9 @@ class repeat_detector {
   /// The period last taken was not one (the repetition ended where it seemed to begin again, as
   /// a run of identical layers does): its length is not proposed again until restart.
   void reject();
+  /// A plan of a period of `length` derailed before it came round once: that length is not
+  /// proposed again, restart or not (a stretch repeating inside a longer period, taken for it).
+  void forbid(std::uint64_t length);
 
   /// Forgets everything (the workload changed, or threads interleave); the log starts again at
   /// the next request noted.
@@ -106,6 +109,7 @@ class repeat_detector {
   std::uint64_t start_at_ = 0;        // the period is cut when this request is logged
   bool ready_ = false;
   std::vector<std::uint64_t> rejected_;  // period lengths that ended at their own start
+  std::vector<std::uint64_t> forbidden_;  // period lengths whose plans derailed at once
 };
 
 }  // namespace streamsafe::detail

@@ -49,11 +49,12 @@ class always_growing_host final : public detail::plan_host {
   void note_reserved(std::int64_t bytes, std::int64_t /*segments*/) override { reserved += bytes; }
   void note_host_sync() override { ++host_syncs; }
   void tell_mapping(std::uintptr_t /*at*/, std::size_t /*bytes*/, mapping_change /*change*/) noexcept override {}
-  [[nodiscard]] std::uint64_t device_calls() const override { return ++calls_; }
+  [[nodiscard]] std::uint64_t device_calls() const override { return settled ? calls_ : ++calls_; }
   int pool_releases = 0;
   std::int64_t reserved = 0;
   int host_syncs = 0;
   std::vector<detail::lent_range> to_lend;
+  bool settled = false;  // the pools make no device call any more
   struct returned {
     detail::lent_range range;
     std::vector<detail::StreamImpl*> users;
@@ -154,13 +155,13 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
     const std::uintptr_t base = parts_->source->reserve(bytes);
     parts_->source->map_chunk(base, bytes);
     parts_->host.to_lend.push_back({base, bytes, detail::share_stream(parts_->late.impl())});
-    lent_ = {base, bytes};
+    lent_.emplace_back(base, bytes);
     return base;
   }
   void TearDown() override {
-    if (lent_.second == 0) return;
+    if (lent_.empty()) return;
     parts_->plan.release_if_unused();
-    parts_->source->release(lent_.first, lent_.second);
+    for (const auto& [base, bytes] : lent_) parts_->source->release(base, bytes);
   }
   void expect_wait_for_another_streams_work(int served);
   void expect_wait_for_a_recorded_stream(int served);
@@ -191,7 +192,7 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
     iteration_plan plan;
   };
   std::optional<parts> parts_;
-  std::pair<std::uintptr_t, std::size_t> lent_{0, 0};
+  std::vector<std::pair<std::uintptr_t, std::size_t>> lent_;
 };
 
 TEST_P(PlanFixture, AfterTwoPeriodsEveryPlannedRequestIsServedFromTheArena) {
@@ -366,6 +367,42 @@ TEST_P(PlanFixture, APlanOverLentMemoryMapsNothingAndItsFirstBlocksWaitForTheLen
   EXPECT_EQ(returned.range.address, base);
   EXPECT_NE(std::find(returned.users.begin(), returned.users.end(), &parts_->a.impl()), returned.users.end())
       << "the pool's stream must be ordered after the plan's";
+}
+
+TEST_P(PlanFixture, APeriodThePoolsServeWithoutCallsIsPlannedOnlyInTheirOwnMemory) {
+  // A new arena would cost the calls the pools no longer make; their own memory costs none.
+  parts_->host.settled = true;
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  for (int i = 0; i < 3; ++i) iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_activations, 0u) << "nothing lent: the pools stay settled";
+  EXPECT_EQ(parts_->host.reserved, 0) << "no arena mapped";
+  EXPECT_EQ(parts_->host.pool_releases, 0);
+}
+
+TEST_P(PlanFixture, ASettledPeriodStartsAPlanInLentMemory) {
+  parts_->host.settled = true;
+  lend_from_late(16 * mib);
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  for (int i = 0; i < 4; ++i) iterate(steps);
+  const allocator_stats s = plan_stats();
+  EXPECT_EQ(s.num_plan_activations, 1u);
+  EXPECT_GT(s.num_planned_allocations, 0u);
+  EXPECT_EQ(parts_->host.reserved, 0) << "no arena mapped";
+}
+
+TEST_P(PlanFixture, ASettledPeriodWhosePlanDerailsAtOnceIsNotPlannedAgain) {
+  parts_->host.settled = true;
+  lend_from_late(16 * mib);
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  for (int i = 0; i < 3; ++i) iterate(steps);
+  ASSERT_EQ(plan_stats().num_plan_activations, 1u);
+  live_block off;
+  allocate(3 * mib, 0, off);  // not the plan's next request, before it came round once
+  deallocate(off);
+  ASSERT_EQ(plan_stats().num_plan_derailments, 1u);
+  lend_from_late(16 * mib);
+  for (int i = 0; i < 4; ++i) iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "the same length was planned again";
 }
 
 TEST_P(PlanFixture, ADerailedPlanGivesLentMemoryBackOnceItsLastBlockIsFreed) {

@@ -123,6 +123,18 @@ TEST(RepeatDetector, LayersRepeatingInsideAPassAreNotTheirPeriod) {
   EXPECT_EQ(found->requests.size(), same_layers.sizes.size() * 4) << "the whole pass, not one layer";
 }
 
+TEST(RepeatDetector, AForbiddenLengthIsNotProposedAgainAfterARestart) {
+  repeat_detector detector;
+  feeder feed(detector);
+  const loop_shape shape = random_loop(5, 100);
+  (void)feed.iteration(shape);
+  const std::optional<repeating_period> found = feed.iteration(shape);
+  ASSERT_TRUE(found.has_value());
+  detector.forbid(found->requests.size());  // its plan derailed at once
+  detector.restart();
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(feed.iteration(shape).has_value()) << "pass " << i;
+}
+
 TEST(RepeatDetector, AGapInTheNumberingStartsOver) {
   repeat_detector detector;
   const loop_shape shape = random_loop(4, 100);
