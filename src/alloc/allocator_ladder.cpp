@@ -97,8 +97,9 @@ void caching_allocator_impl::empty_cache() {
 }
 
 void caching_allocator_impl::release_cached() {
-  release_pool_cache();
+  // The plan first: memory the pools lent it comes back to them, and goes to the device below.
   if (plan_ != nullptr) plan_->release_if_unused();
+  release_pool_cache();
 }
 
 void caching_allocator_impl::release_pool_cache() {
