@@ -1,6 +1,7 @@
 #include "alloc/iteration_plan.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 
 #include "alloc/offset_planner.hpp"
@@ -33,6 +34,7 @@ iteration_plan::~iteration_plan() {
   } catch (...) {
     // A failed device cannot be waited for; what could be returned was.
   }
+  tell_reuses();
 }
 
 std::vector<StreamImpl*> iteration_plan::arena_users() const {
@@ -49,6 +51,7 @@ std::vector<StreamImpl*> iteration_plan::arena_users() const {
 }
 
 iteration_plan::served iteration_plan::allocate(std::size_t rounded, std::size_t requested, StreamImpl& stream) {
+  const reuses_told_after told{*this};
   const phase now = phase_.load(std::memory_order_acquire);
   if (now == phase::settled) {
     thread_local unsigned tick = 0;
@@ -177,7 +180,7 @@ void iteration_plan::activate(repeating_period period) {
   start_history();
   predecessors_.assign(blocks_.size(), {});
   index_starts();
-  publish_ranges();
+  publish_ranges(ranges_);
   ++activations_;
   phase_.store(phase::active, std::memory_order_release);
 }
@@ -189,8 +192,14 @@ bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes
   std::size_t total = 0;
   for (const lent_range& r : lent) ends.push_back(total += r.bytes);
   offset_plan plan;
-  const bool holds = !lent.empty() && host_.within_slack(peak_live_bytes(lifetimes, period)) &&
-                     (plan = plan_offsets(lifetimes, period, ends)).footprint <= total;
+  bool holds = false;
+  try {
+    holds = !lent.empty() && host_.within_slack(peak_live_bytes(lifetimes, period)) &&
+            (plan = plan_offsets(lifetimes, period, ends)).footprint <= total;
+  } catch (...) {
+    for (const lent_range& r : lent) host_.take_back(r, {});  // the plan never touched them
+    throw;
+  }
   std::vector<bool> used(lent.size(), false);
   if (holds) {
     for (const std::size_t offset : plan.offsets) used[std::upper_bound(ends.begin(), ends.end(), offset) - ends.begin()] = true;
@@ -245,16 +254,19 @@ void iteration_plan::remember_user(const std::shared_ptr<StreamImpl>& stream) {
   }
 }
 
-void iteration_plan::publish_ranges() {
+void iteration_plan::publish_ranges(const std::vector<arena_range>& ranges) {
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> by_address;
-  for (const arena_range& r : ranges_) by_address.emplace_back(r.address, r.address + r.bytes);
+  for (const arena_range& r : ranges) by_address.emplace_back(r.address, r.address + r.bytes);
   std::sort(by_address.begin(), by_address.end());
-  range_count_.store(0, std::memory_order_release);
+  // A seqlock: a reader that saw the generation change (or odd) reads again.
+  range_generation_.fetch_add(1, std::memory_order_acq_rel);
+  std::atomic_thread_fence(std::memory_order_release);
+  range_count_.store(by_address.size(), std::memory_order_relaxed);
   for (std::size_t i = 0; i < by_address.size(); ++i) {
     range_begin_[i].store(by_address[i].first, std::memory_order_relaxed);
     range_end_[i].store(by_address[i].second, std::memory_order_relaxed);
   }
-  range_count_.store(by_address.size(), std::memory_order_release);
+  range_generation_.fetch_add(1, std::memory_order_release);
 }
 
 std::size_t iteration_plan::arena_bytes() const noexcept {
@@ -285,15 +297,56 @@ bool iteration_plan::map_arena(std::size_t bytes) {
 
 void iteration_plan::release_arena() {
   const std::vector<StreamImpl*> users = arena_users();
-  range_count_.store(0, std::memory_order_release);
+  publish_ranges({});
   std::vector<arena_range> ranges = std::exchange(ranges_, {});
   span_ = 0;
+  // Every range goes back though one fails (a failed device): the first error is rethrown.
+  std::exception_ptr failed;
+  const auto attempt = [&failed](auto work) {
+    try {
+      work();
+    } catch (...) {
+      if (!failed) failed = std::current_exception();
+    }
+  };
   for (const arena_range& r : ranges) {
-    if (r.lender != nullptr) host_.take_back(lent_range{r.address, r.bytes, r.lender}, users);
+    if (r.lender == nullptr) continue;
+    attempt([&] { host_.take_back(lent_range{r.address, r.bytes, r.lender}, users); });
+    note_reuses(r, users);
   }
   for (const arena_range& r : ranges) {
-    if (r.lender == nullptr) unmap_after(r, users);
+    if (r.lender == nullptr) attempt([&] { unmap_after(r, users); });
   }
+  forget_plan();
+  if (failed) std::rethrow_exception(failed);
+}
+
+void iteration_plan::note_reuses(const arena_range& r, const std::vector<StreamImpl*>& users) {
+  if (observer_ == nullptr) return;
+  for (StreamImpl* user : users) {
+    if (user != r.lender.get()) notices_.push_back({r.address, r.bytes, user->id(), r.lender->id()});
+  }
+  if (!notices_.empty()) notices_waiting_.store(true, std::memory_order_release);
+}
+
+void iteration_plan::tell_reuses() noexcept {
+  if (!notices_waiting_.load(std::memory_order_acquire)) return;
+  std::vector<reuse_notice> told;
+  {
+    std::lock_guard lock(mutex_);
+    told.swap(notices_);
+    notices_waiting_.store(false, std::memory_order_relaxed);
+  }
+  for (const reuse_notice& n : told) {
+    try {
+      observer_->on_reuse(reinterpret_cast<void*>(n.at), n.bytes, n.from, n.to);
+    } catch (...) {
+      // An observer must not throw (allocator_observer.hpp); the bytes went home all the same.
+    }
+  }
+}
+
+void iteration_plan::forget_plan() {
   blocks_.clear();
   occupants_.clear();
   predecessors_.clear();
@@ -484,17 +537,23 @@ void iteration_plan::order_after(void* ptr, std::size_t bytes, StreamImpl& strea
 
 bool iteration_plan::owns(const void* ptr) const noexcept {
   const auto at = reinterpret_cast<std::uintptr_t>(ptr);
-  std::size_t low = 0;  // then the first range beginning past `at`
-  std::size_t high = range_count_.load(std::memory_order_acquire);
-  while (low < high) {
-    const std::size_t middle = (low + high) / 2;
-    if (range_begin_[middle].load(std::memory_order_relaxed) <= at) {
-      low = middle + 1;
-    } else {
-      high = middle;
+  for (;;) {
+    const std::uint64_t generation = range_generation_.load(std::memory_order_acquire);
+    if ((generation & 1) != 0) continue;  // being written
+    std::size_t low = 0;  // then the first range beginning past `at`
+    std::size_t high = std::min(range_count_.load(std::memory_order_relaxed), max_ranges);
+    while (low < high) {
+      const std::size_t middle = (low + high) / 2;
+      if (range_begin_[middle].load(std::memory_order_relaxed) <= at) {
+        low = middle + 1;
+      } else {
+        high = middle;
+      }
     }
+    const bool inside = low != 0 && at < range_end_[low - 1].load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (range_generation_.load(std::memory_order_relaxed) == generation) return inside;
   }
-  return low != 0 && at < range_end_[low - 1].load(std::memory_order_relaxed);
 }
 
 std::size_t iteration_plan::live_index(const void* ptr, const char* call) const {
@@ -510,6 +569,7 @@ std::size_t iteration_plan::live_index(const void* ptr, const char* call) const 
 }
 
 void iteration_plan::deallocate(void* ptr) {
+  const reuses_told_after told{*this};
   if (observer_ == nullptr) {
     std::lock_guard lock(mutex_);
     planned_block& b = blocks_[live_index(ptr, "deallocate")];
@@ -557,6 +617,7 @@ void iteration_plan::note_free(std::uint64_t allocated_at) {
 }
 
 void iteration_plan::pool_freed(std::uint64_t sequence) {
+  const reuses_told_after told{*this};
   const phase now = phase_.load(std::memory_order_acquire);
   if (now == phase::settled) return;
   if (now == phase::active) {
@@ -620,6 +681,7 @@ void iteration_plan::add_stats(allocator_stats& total) const {
 }
 
 void iteration_plan::release_if_unused() {
+  const reuses_told_after told{*this};
   std::lock_guard lock(mutex_);
   if (!has_arena() || !unused()) return;
   release_arena();

@@ -192,8 +192,22 @@ class iteration_plan {
   void remember_user(const std::shared_ptr<StreamImpl>& stream);
   /// Gives `r`, mapped by the plan, back to the device once `users` finished their work.
   void unmap_after(const arena_range& r, const std::vector<StreamImpl*>& users);
-  /// Makes `ranges_` the arena and tells owns() (with no block of the plan live).
-  void publish_ranges();
+  /// Makes `ranges` what owns() sees (with no block of the plan live).
+  void publish_ranges(const std::vector<arena_range>& ranges);
+  /// Clears the plan's blocks and books (the arena already given back).
+  void forget_plan();
+  /// Queues the cross-stream reuses that giving `r` back to its lender makes, for tell_reuses.
+  void note_reuses(const arena_range& r, const std::vector<StreamImpl*>& users);
+  /// Tells the observer the queued reuses; takes the lock, so call it with the lock released.
+  void tell_reuses() noexcept;
+  /// Declared before a public call's lock: tells the queued reuses once the lock is released.
+  struct reuses_told_after {
+    explicit reuses_told_after(iteration_plan& p) noexcept : plan(p) {}
+    iteration_plan& plan;
+    reuses_told_after(const reuses_told_after&) = delete;
+    reuses_told_after& operator=(const reuses_told_after&) = delete;
+    ~reuses_told_after() { plan.tell_reuses(); }
+  };
   [[nodiscard]] bool has_arena() const noexcept { return !ranges_.empty(); }
   [[nodiscard]] std::size_t arena_bytes() const noexcept;
   void release_arena();
@@ -241,6 +255,17 @@ class iteration_plan {
   std::array<std::atomic<std::uintptr_t>, max_ranges> range_begin_{};
   std::array<std::atomic<std::uintptr_t>, max_ranges> range_end_{};
   std::atomic<std::size_t> range_count_{0};
+  std::atomic<std::uint64_t> range_generation_{0};  // odd while the ranges are written
+  // Observer calls for lent memory gone home, told once the plan's lock is released (an
+  // observer may read the allocator).
+  struct reuse_notice {
+    std::uintptr_t at = 0;
+    std::size_t bytes = 0;
+    stream_id from{};
+    stream_id to{};
+  };
+  std::vector<reuse_notice> notices_;
+  std::atomic<bool> notices_waiting_{false};
   std::uint64_t settled_calls_ = 0;
 
   mutable std::mutex mutex_;

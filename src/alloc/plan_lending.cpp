@@ -59,6 +59,29 @@ void for_each_mapped_run(const block& b, Visit visit) {
   return sizes[keep - 1];
 }
 
+/// Lends the runs of at least `least` mapped bytes in free block `b` (right to left, so what is
+/// left of `b` stays a block starting where it did), until `lent` holds `most`. The block to go
+/// on from; nullptr when a run could not be split off (its rest too small), `b` may be merged
+/// away then and the segment lends no more. Caller holds the pool's lock.
+block* lend_runs(stream_pool& pool, block* b, std::size_t least, std::size_t most, std::vector<lent_range>& lent) {
+  std::vector<std::pair<std::uintptr_t, std::size_t>> runs;
+  for_each_mapped_run(*b, [&](std::uintptr_t at, std::size_t bytes) {
+    if (bytes >= least) runs.emplace_back(at, bytes);
+  });
+  for (auto run = runs.rbegin(); run != runs.rend() && lent.size() < most; ++run) {
+    block* taken = pool.take_at(b, run->first, run->second, pool);
+    if (taken->size != run->second || !taken->mapped) {
+      (void)pool.unlist_live(taken->address);
+      pool.give_back(taken);
+      return nullptr;
+    }
+    taken->lent = true;
+    lent.push_back({taken->address, taken->size, pool.stream_share()});
+    if (run->first == b->address) b = taken;
+  }
+  return b;
+}
+
 }  // namespace
 
 std::vector<lent_range> caching_allocator_impl::lend_free_memory(std::size_t most) {
@@ -71,22 +94,8 @@ std::vector<lent_range> caching_allocator_impl::lend_free_memory(std::size_t mos
     std::lock_guard lock(pool->mutex);
     for (segment* s : pool->segments()) {
       for (block* b = s->first; b != nullptr && lent.size() < most; b = b->next) {
-        std::vector<std::pair<std::uintptr_t, std::size_t>> runs;
-        for_each_mapped_run(*b, [&](std::uintptr_t at, std::size_t bytes) {
-          if (bytes >= least) runs.emplace_back(at, bytes);
-        });
-        // Right to left: what is left of `b` at each step is a free block starting where it did.
-        for (auto run = runs.rbegin(); run != runs.rend() && lent.size() < most; ++run) {
-          block* taken = pool->take_at(b, run->first, run->second, *pool);
-          if (taken->size != run->second || !taken->mapped) {  // too small a rest to split off
-            (void)pool->unlist_live(taken->address);
-            pool->give_back(taken);
-            continue;
-          }
-          taken->lent = true;
-          lent.push_back({taken->address, taken->size, pool->stream_share()});
-          b = run->first == b->address ? taken : b;
-        }
+        b = lend_runs(*pool, b, least, most, lent);
+        if (b == nullptr) break;
       }
     }
   }
@@ -96,13 +105,20 @@ std::vector<lent_range> caching_allocator_impl::lend_free_memory(std::size_t mos
 
 void caching_allocator_impl::take_back(const lent_range& range, const std::vector<StreamImpl*>& users) {
   StreamImpl& lender = *range.lender;
-  for (StreamImpl* user : users) {
-    if (user == &lender) continue;
-    PooledEvent done = events_.acquire();
-    done.record(StreamRef(user));
-    StreamRef(&lender).wait(done);
-    if (options_.observer != nullptr) {
-      options_.observer->on_reuse(reinterpret_cast<void*>(range.address), range.bytes, user->id(), lender.id());
+  // The plan tells the observer of these reuses once its lock is released.
+  try {
+    for (StreamImpl* user : users) {
+      if (user == &lender) continue;
+      PooledEvent done = events_.acquire();
+      done.record(StreamRef(user));
+      StreamRef(&lender).wait(done);
+    }
+  } catch (...) {
+    // No event to order the lender with: the host waits for the users instead (if that fails
+    // too, the block stays lent rather than reused under their work).
+    for (StreamImpl* user : users) {
+      StreamRef(user).synchronize();
+      books_.count(device_event::host_sync);
     }
   }
   // The pool cannot have been retired: a lent block is live in it.

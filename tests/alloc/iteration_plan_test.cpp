@@ -20,6 +20,7 @@
 #include "alloc/stream_share.hpp"
 #include "backends.hpp"
 #include "reuse_oracle.hpp"
+#include "streamsafe/alloc/allocator_observer.hpp"
 #include "streamsafe/alloc/caching_allocator.hpp"
 #include "streamsafe/alloc/trace_replay.hpp"
 #include "streamsafe/event_pool.hpp"
@@ -527,11 +528,13 @@ void variable_loop(caching_allocator& alloc, StreamRef stream) {
 }
 
 /// A loop of the same 200 blocks every iteration, each freed a few requests after it was made.
-void fixed_loop(caching_allocator& alloc, StreamRef stream) {
+/// With `recorded`, the first block is also used there (record_stream).
+void fixed_loop(caching_allocator& alloc, StreamRef stream, const Stream* recorded = nullptr) {
   std::mt19937 rng(8);
   std::vector<void*> held;
   for (int i = 0; i < 200; ++i) {
     held.push_back(alloc.allocate(512 * (1 + rng() % 4096), stream));
+    if (i == 0 && recorded != nullptr) alloc.record_stream(held.back(), *recorded);
     if (held.size() > 4) {
       alloc.deallocate(held.front());
       held.erase(held.begin());
@@ -584,6 +587,37 @@ TEST(RepeatPlanInTheAllocator, EmptyCacheGivesBackWhatThePoolsLentThePlan) {
   const allocator_stats after = alloc.stats();
   EXPECT_EQ(after.plan_arena_bytes, 0u);
   EXPECT_EQ(after.reserved_bytes.current, 0) << "lent memory stayed cached";
+}
+
+/// Reads the allocator from on_reuse, as allocator_observer.hpp allows.
+class reading_observer final : public allocator_observer {
+ public:
+  void on_reuse(void* /*base*/, std::size_t /*bytes*/, stream_id /*from*/, stream_id /*to*/) override {
+    ++reuses;
+    if (alloc != nullptr) (void)alloc->stats();
+  }
+  caching_allocator* alloc = nullptr;
+  int reuses = 0;
+};
+
+TEST(RepeatPlanInTheAllocator, AnObserverMayReadTheAllocatorWhenLentMemoryGoesHome) {
+  // Giving lent memory back orders its pool after the plan's other streams: the observer hears
+  // of it with none of the allocator's locks held (a deadlock otherwise, on the plan's lock).
+  const Device device = testing::make_device(test_backend::sim_deterministic, 1, 512 * mib);
+  Stream stream(device);
+  Stream reader(device);
+  reading_observer observer;
+  caching_allocator alloc(device, allocator_options{.remap_slack_percent = 50, .observer = &observer});
+  for (int i = 0; i < 4; ++i) fixed_loop(alloc, stream);
+  ASSERT_EQ(alloc.stats().num_plan_activations, 1u);
+  ASSERT_NE(alloc.snapshot_json().find("\"lent\":true"), std::string::npos) << "planned in the pools' memory";
+  fixed_loop(alloc, stream, &reader);  // a planned block used on the reader too
+  ASSERT_EQ(alloc.stats().num_plan_derailments, 0u);
+  observer.alloc = &alloc;
+  observer.reuses = 0;
+  alloc.empty_cache();
+  EXPECT_GT(observer.reuses, 0) << "the reader's use of lent bytes was not told";
+  EXPECT_EQ(alloc.stats().plan_arena_bytes, 0u);
 }
 
 TEST(RepeatPlanInTheAllocator, ATrainingLoopWhosePoolsHoldItsPeriodStartsThePlanInThemWithoutADeviceCall) {
