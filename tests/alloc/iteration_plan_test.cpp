@@ -620,22 +620,23 @@ TEST(RepeatPlanInTheAllocator, AnObserverMayReadTheAllocatorWhenLentMemoryGoesHo
   EXPECT_EQ(alloc.stats().plan_arena_bytes, 0u);
 }
 
-TEST(RepeatPlanInTheAllocator, ATrainingLoopWhosePoolsHoldItsPeriodStartsThePlanInThemWithoutADeviceCall) {
-  // ResNet-50's training step: remap's pools move chunks while the plan records; once it starts,
-  // in the pools' own mapped memory, no pass calls the device or waits for it.
+TEST(RepeatPlanInTheAllocator, ATrainingLoopMakesNoDeviceCallAfterItsFirstPassAndItsPlanStartsInThePoolsMemory) {
+  // ResNet-50's training step: its first pass packs within remap's slack by best fit, so later
+  // passes find their blocks mapped (no move, no call, no wait); the plan then starts in the
+  // pools' own memory, keeping their packing.
   const std::vector<trace_event> events = load_alloc_trace(STREAMSAFE_TRACES "/resnet50_train.alloc.csv.gz");
   const Device device = testing::make_device(test_backend::sim_deterministic, 1, 8192 * mib);
   const replay_result r = replay_alloc_trace(events, device, allocator_options{}, replay_loop{.iterations = 5});
   ASSERT_EQ(r.plan_activations, 1u);
   ASSERT_EQ(r.plan_derailments, 0u);
-  ASSERT_GT(r.iterations[1].device_calls, 0u) << "the pools must call the device while the plan records";
-  std::size_t planned_from = 1;
-  while (planned_from < r.iterations.size() && r.iterations[planned_from].device_calls != 0) ++planned_from;
-  ASSERT_LT(planned_from, r.iterations.size() - 1) << "the plan must start within the first passes";
-  for (std::size_t i = planned_from; i < r.iterations.size(); ++i) {
-    EXPECT_EQ(r.iterations[i].device_calls, 0u) << "pass " << i + 1;
-    EXPECT_EQ(r.iterations[i].host_syncs, 0u) << "pass " << i + 1;
-    EXPECT_LE(r.iterations[i].peak_reserved_bytes, r.iterations[0].peak_reserved_bytes) << "pass " << i + 1;
+  for (std::size_t i = 0; i < r.iterations.size(); ++i) {
+    const replay_iteration& pass = r.iterations[i];
+    if (i != 0) {
+      EXPECT_EQ(pass.device_calls, 0u) << "pass " << i + 1;
+      EXPECT_EQ(pass.host_syncs, 0u) << "pass " << i + 1;
+    }
+    EXPECT_LE(static_cast<double>(pass.peak_reserved_bytes), 1.02 * static_cast<double>(pass.peak_live_bytes))
+        << "pass " << i + 1;
   }
   EXPECT_LE(r.plan_arena_bytes, r.iterations[0].peak_reserved_bytes) << "the arena is the pools' memory";
 }

@@ -21,9 +21,10 @@ enum class segment_kind {
 
 /// Where an expandable segment gets the physical memory for a block that needs new chunks.
 enum class expandable_growth {
-  /// Moves it: the block goes where it needs the fewest new chunks, then as many wholly free
-  /// mapped chunks of the stream's segments as it still needs are unmapped before the new ones
-  /// are mapped. Reserved memory then grows only when no mapped chunk of the stream is wholly
+  /// Maps it while the stream's reserved bytes stay within its peak live bytes plus
+  /// remap_slack_percent (the block then takes the best fit); beyond, moves it: the block goes
+  /// where it needs the fewest new chunks, then as many wholly free mapped chunks of the
+  /// stream's segments as it still needs are unmapped before the new ones are mapped. Reserved memory then grows only when no mapped chunk of the stream is wholly
   /// free, so it follows live memory instead of keeping the high-water mark of every freed
   /// hole. Costs a synchronization of the stream (CUDA may still read a chunk being unmapped)
   /// and an unmap per moved chunk, on the growth path only.
