@@ -120,9 +120,11 @@ class block_placer {
     footprint_ = std::max(footprint_, offsets_[i] + blocks_[i].bytes);
     placed_[i] = true;
     if (dense_) {
-      const auto at = std::upper_bound(by_offset_.begin(), by_offset_.end(), offsets_[i],
-                                       [this](std::size_t offset, std::uint32_t j) { return offset < offsets_[j]; });
-      by_offset_.insert(at, i);
+      const placed_block entry{offsets_[i], offsets_[i] + blocks_[i].bytes, blocks_[i].start,
+                               blocks_[i].start + blocks_[i].length};
+      const auto at = std::upper_bound(by_offset_.begin(), by_offset_.end(), entry.offset,
+                                       [](std::size_t offset, const placed_block& p) { return offset < p.offset; });
+      by_offset_.insert(at, entry);
     }
   }
 
@@ -140,6 +142,8 @@ class block_placer {
 
   [[nodiscard]] std::size_t lowest_gap_dense(std::uint32_t i) {
     const std::size_t bytes = blocks_[i].bytes;
+    const std::uint64_t start = blocks_[i].start;
+    const std::uint64_t stop = start + blocks_[i].length;
     std::size_t candidate = 0;
     auto wall = boundaries_.begin();
     // Walls are empty ranges: one inside [candidate, candidate + bytes) moves the candidate to it.
@@ -148,18 +152,33 @@ class block_placer {
       candidate = std::max(candidate, end);
       return false;
     };
-    for (const std::uint32_t j : by_offset_) {
-      if (!overlap_in_time(blocks_[i], blocks_[j], period_)) continue;
-      for (; wall != boundaries_.end() && *wall < offsets_[j]; ++wall) {
-        if (fits_before(*wall, *wall)) return candidate;
+    const auto walls_fit_below = [&](std::size_t offset) {
+      for (; wall != boundaries_.end() && *wall < offset; ++wall) {
+        if (fits_before(*wall, *wall)) return true;
       }
-      if (fits_before(offsets_[j], offsets_[j] + blocks_[j].bytes)) return candidate;
+      return false;
+    };
+    for (const placed_block& p : by_offset_) {
+      // Every block from here on lies above the gap, whenever it lives: once the walls below
+      // have had their say, the gap is found (the scan is over the placed blocks, in order).
+      if (p.offset >= candidate + bytes && (walls_fit_below(p.offset) || p.offset >= candidate + bytes)) return candidate;
+      if (!overlap_linear(start, stop, p.start, p.stop) && !overlap_linear(start, stop, p.start + period_, p.stop + period_) &&
+          !overlap_linear(start + period_, stop + period_, p.start, p.stop)) {
+        continue;
+      }
+      if (walls_fit_below(p.offset) || fits_before(p.offset, p.end)) return candidate;
     }
-    for (; wall != boundaries_.end(); ++wall) {
-      if (fits_before(*wall, *wall)) return candidate;
-    }
+    walls_fit_below(std::numeric_limits<std::size_t>::max());
     return candidate;
   }
+
+  /// A placed block as the dense scan reads it: its bytes and its lifetime, side by side.
+  struct placed_block {
+    std::size_t offset;
+    std::size_t end;
+    std::uint64_t start;
+    std::uint64_t stop;
+  };
 
   std::span<const cyclic_lifetime> blocks_;
   std::uint64_t period_;
@@ -170,7 +189,7 @@ class block_placer {
   std::size_t footprint_ = 0;
   std::vector<bool> placed_;
   std::vector<placed_range> taken_;
-  std::vector<std::uint32_t> by_offset_;  // dense: placed blocks in offset order
+  std::vector<placed_block> by_offset_;  // dense: placed blocks in offset order
 };
 
 }  // namespace
