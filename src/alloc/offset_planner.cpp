@@ -31,11 +31,19 @@ std::size_t lowest_gap(std::vector<placed_range>& taken, std::size_t bytes) {
 
 }  // namespace
 
+namespace {
+
+/// Whether [a0, a1) and [b0, b1), each on the period's circle (a lifetime may run past its end),
+/// share a point.
+bool overlap_cyclic(std::uint64_t a0, std::uint64_t a1, std::uint64_t b0, std::uint64_t b1, std::uint64_t period) noexcept {
+  return overlap_linear(a0, a1, b0, b1) || overlap_linear(a0, a1, b0 + period, b1 + period) ||
+         overlap_linear(a0 + period, a1 + period, b0, b1);
+}
+
+}  // namespace
+
 bool overlap_in_time(const cyclic_lifetime& a, const cyclic_lifetime& b, std::uint64_t period) noexcept {
-  const std::uint64_t a_end = a.start + a.length;
-  const std::uint64_t b_end = b.start + b.length;
-  return overlap_linear(a.start, a_end, b.start, b_end) || overlap_linear(a.start, a_end, b.start + period, b_end + period) ||
-         overlap_linear(a.start + period, a_end + period, b.start, b_end);
+  return overlap_cyclic(a.start, a.start + a.length, b.start, b.start + b.length, period);
 }
 
 namespace {
@@ -159,13 +167,13 @@ class block_placer {
       return false;
     };
     for (const placed_block& p : by_offset_) {
-      // Every block from here on lies above the gap, whenever it lives: once the walls below
-      // have had their say, the gap is found (the scan is over the placed blocks, in order).
-      if (p.offset >= candidate + bytes && (walls_fit_below(p.offset) || p.offset >= candidate + bytes)) return candidate;
-      if (!overlap_linear(start, stop, p.start, p.stop) && !overlap_linear(start, stop, p.start + period_, p.stop + period_) &&
-          !overlap_linear(start + period_, stop + period_, p.start, p.stop)) {
-        continue;
+      if (p.offset >= candidate + bytes) {
+        // This block and every later one lie above the gap, whenever they live. Only a wall
+        // below this block can still move the candidate up, into this block's way.
+        if (walls_fit_below(p.offset)) return candidate;
+        if (p.offset >= candidate + bytes) return candidate;
       }
+      if (!overlap_cyclic(start, stop, p.start, p.stop, period_)) continue;
       if (walls_fit_below(p.offset) || fits_before(p.offset, p.end)) return candidate;
     }
     walls_fit_below(std::numeric_limits<std::size_t>::max());

@@ -24,9 +24,9 @@ enum class expandable_growth {
   /// Maps it while the stream's reserved bytes stay within its peak live bytes plus
   /// remap_slack_percent (the block then takes the best fit); beyond, moves it: the block goes
   /// where it needs the fewest new chunks, then as many wholly free mapped chunks of the
-  /// stream's segments as it still needs are unmapped before the new ones are mapped. Reserved memory then grows only when no mapped chunk of the stream is wholly
-  /// free, so it follows live memory instead of keeping the high-water mark of every freed
-  /// hole. Costs a synchronization of the stream (CUDA may still read a chunk being unmapped)
+  /// stream's segments as it still needs are unmapped before the new ones are mapped. Reserved
+  /// memory then grows only when no mapped chunk of the stream is wholly free, so it follows
+  /// live memory instead of keeping the high-water mark of every freed hole. Costs a synchronization of the stream (CUDA may still read a chunk being unmapped)
   /// and an unmap per moved chunk, on the growth path only.
   remap,
   /// Maps new chunks and keeps free ones mapped until they are released (empty_cache, the
