@@ -33,7 +33,8 @@ std::uint64_t key_of(const request& r) noexcept {
 
 }  // namespace
 
-repeat_detector::repeat_detector(std::size_t capacity) : capacity_(std::max<std::size_t>(capacity, 4 * window)) {}
+repeat_detector::repeat_detector(std::size_t capacity)
+    : capacity_(std::max<std::size_t>(capacity, 4 * window)), log_(capacity_) {}
 
 void repeat_detector::note_alloc(std::uint64_t sequence, std::size_t bytes, stream_id stream,
                                  std::uint64_t device_calls) {
@@ -92,10 +93,6 @@ void repeat_detector::append(std::uint64_t sequence, const request& r, std::int6
     live_delta = r.kind == request_kind::alloc ? live_delta : 0;
   }
   if (log_.empty()) first_ = sequence;
-  // The whole capacity at once: a growing log would copy itself at each doubling, and every
-  // fresh buffer costs a page fault per page on the allocation path. Untouched pages stay
-  // unbacked, so this is address space, not memory.
-  if (log_.capacity() < capacity_) log_.reserve(capacity_);
   next_ = sequence + 1;
   const std::int64_t live = (log_.empty() ? 0 : log_.back().live_bytes) + live_delta;
   const bool alloc = r.kind == request_kind::alloc;

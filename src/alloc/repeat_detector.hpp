@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/huge_page_array.hpp"
 #include "streamsafe/stream.hpp"
 
 namespace streamsafe::detail {
@@ -97,7 +98,7 @@ class repeat_detector {
   [[nodiscard]] std::uint64_t lifetime_of(std::uint64_t sequence) const;
 
   std::size_t capacity_;
-  std::vector<logged> log_;
+  huge_page_array<logged> log_;
   std::uint64_t first_ = 0;  // sequence number of log_[0]
   std::uint64_t next_ = 0;   // expected next; 0 before the first
   std::uint64_t window_hash_ = 0;
