@@ -94,6 +94,8 @@ mutation_in alloc_repeat_plan_test plan-lent-bytes-skip-lender "$plan" \
   $'  history_ = {};\n  for (const arena_range& r : ranges_) remember_user(r.lender);\n  if (!history_' $'  history_ = {};\n  if (!history_'
 mutation_in alloc_repeat_plan_test plan-derailed-keeps-lent-memory "$plan" \
   '  if (phase_ != phase::derailed || !unused() || ranges_.empty() || ranges_.front().lender == nullptr) return;' '  return;'
+mutation_in alloc_repeat_plan_test plan-job-starts-over-other-memory "$plan" \
+  '  const bool holds = same_ranges(lent, job_view_) && host_.within_slack' '  const bool holds = host_.within_slack'
 mutation_in alloc_repeat_plan_test lent-block-back-before-plan-streams "$lending" \
   '    StreamRef(&lender).wait(done);' ''
 

@@ -73,6 +73,8 @@ void apply(allocator_options& options, std::string_view key, std::string_view va
                                                                  {"settle", expandable_growth::settle}});
   } else if (key == "repeat_plan") {
     options.repeat_plan = parse_choice<bool>(key, value, {{"on", true}, {"off", false}});
+  } else if (key == "plan_in_background") {
+    options.plan_in_background = parse_choice<bool>(key, value, {{"on", true}, {"off", false}});
   } else if (key == "remap_slack_percent") {
     options.remap_slack_percent = parse_size(key, value);
   } else if (key == "small_placement") {
@@ -84,7 +86,7 @@ void apply(allocator_options& options, std::string_view key, std::string_view va
   } else {
     SS_EXPECTS(false, "STREAMSAFE_ALLOC_CONF: unknown key '", key,
                "' (known: segments, cross_stream, small_request_limit, small_segment, large_segment, "
-               "expandable_reserve, expandable_growth, repeat_plan, remap_slack_percent, small_placement, granularity, "
+               "expandable_reserve, expandable_growth, repeat_plan, plan_in_background, remap_slack_percent, small_placement, granularity, "
                "fence_batch, "
                "fence_batch_bytes, history)");
   }

@@ -62,7 +62,8 @@ caching_allocator_impl::caching_allocator_impl(const Device& device, allocator_o
   options_.expandable_reserve_bytes = round_up(options_.expandable_reserve_bytes, options_.granularity);
   if (options_.segments == segment_kind::expandable && source_->supports_mapping() && options_.repeat_plan) {
     plan_host& host = *this;
-    plan_ = std::make_unique<iteration_plan>(*source_, events_, options_.granularity, host, options_.observer);
+    plan_ = std::make_unique<iteration_plan>(*source_, events_, options_.granularity, host, options_.observer,
+                                             options_.plan_in_background);
   }
 }
 

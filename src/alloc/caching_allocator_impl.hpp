@@ -112,10 +112,13 @@ class caching_allocator_impl final : public plan_host {
   // plan_host: what the repeat plan asks of the allocator (public for the tests of lending).
   void release_pool_cache() override;
   [[nodiscard]] std::vector<lent_range> lend_free_memory(std::size_t most) override;
+  [[nodiscard]] std::vector<lent_range> free_memory_view(std::size_t most) override;
   void take_back(const lent_range& range, const std::vector<StreamImpl*>& users) override;
   [[nodiscard]] bool within_slack(std::size_t more_live) const override;
 
  private:
+  /// The pools' largest runs of mapped free bytes, up to `most`; with `take`, lent to the plan.
+  [[nodiscard]] std::vector<lent_range> gather_free_runs(std::size_t most, bool take);
   void note_reserved(std::int64_t bytes, std::int64_t segments) override { books_.note_reserved(bytes, segments); }
   void note_host_sync() override { books_.count(device_event::host_sync); }
   void tell_mapping(std::uintptr_t at, std::size_t bytes, mapping_change change) noexcept override {

@@ -22,11 +22,29 @@ void add_unique(std::vector<std::shared_ptr<StreamImpl>>& streams, const std::sh
   }
 }
 
+std::vector<std::size_t> range_ends(const std::vector<lent_range>& ranges) {
+  std::vector<std::size_t> ends;  // of each lent range in the plan's offsets: no block straddles one
+  std::size_t total = 0;
+  for (const lent_range& r : ranges) ends.push_back(total += r.bytes);
+  return ends;
+}
+
+bool same_ranges(const std::vector<lent_range>& a, const std::vector<lent_range>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const lent_range& x, const lent_range& y) {
+    return x.address == y.address && x.bytes == y.bytes && x.lender == y.lender;
+  });
+}
+
 }  // namespace
 
 iteration_plan::iteration_plan(memory_source& source, EventPool& events, std::size_t granularity, plan_host& host,
-                               allocator_observer* observer)
-    : source_(source), events_(events), granularity_(granularity), host_(host), observer_(observer) {}
+                               allocator_observer* observer, bool plan_in_background)
+    : source_(source),
+      events_(events),
+      granularity_(granularity),
+      host_(host),
+      observer_(observer),
+      plan_in_background_(plan_in_background) {}
 
 iteration_plan::~iteration_plan() {
   try {
@@ -77,8 +95,15 @@ iteration_plan::served iteration_plan::allocate(std::size_t rounded, std::size_t
     disturbed_.store(true, std::memory_order_relaxed);
     return {};
   }
-  if (!begin_with(request{request_kind::alloc, rounded, stream.id(), 0})) return log_alloc(rounded, stream);
-  if (phase_ != phase::active) return {nullptr, ++sequence_};  // settled: the pools serve it
+  const request next{request_kind::alloc, rounded, stream.id(), 0};
+  if (phase_ == phase::planning) {
+    const follow f = follow_period(next);
+    if (f == follow::pools) return {nullptr, ++sequence_};
+    if (f == follow::off) return log_alloc(rounded, stream);
+  } else {
+    if (!begin_with(next)) return log_alloc(rounded, stream);
+    if (phase_ != phase::active) return {nullptr, ++sequence_};  // settled or planning: the pools serve it
+  }
   // A plan that starts again over an arena it served before waits for the arena's earlier users.
   thread_local std::vector<std::shared_ptr<StreamImpl>> waits;
   waits.clear();
@@ -165,18 +190,29 @@ void iteration_plan::activate(repeating_period period) {
   const std::uint64_t length = period.requests.size();
   std::vector<std::size_t> offsets;
   const bool pools_settled = period.device_calls == 0;
+  plan_book book{std::move(period.requests), std::move(period.lifetimes), std::move(block_at), period.first_sequence,
+                 pools_settled};
+  if (pools_settled && plan_in_background_) {
+    book_ = std::move(book);
+    if (!start_job(std::move(lifetimes))) settle();  // nothing to lend: the pools go on
+    return;
+  }
   if (!plan_in_place(lifetimes, length, offsets) && (pools_settled || !plan_in_new_arena(lifetimes, length, offsets))) {
     settle();  // no room for the arena: the pools go on, and a later growth looks again
     return;
   }
+  start_plan(lifetimes, offsets, std::move(book));
+}
+
+void iteration_plan::start_plan(const std::vector<cyclic_lifetime>& lifetimes, const std::vector<std::size_t>& offsets,
+                                plan_book book) {
   blocks_.assign(lifetimes.size(), planned_block{});
   for (std::size_t i = 0; i < lifetimes.size(); ++i) {
     blocks_[i].offset = offsets[i];
     blocks_[i].bytes = lifetimes[i].bytes;
     blocks_[i].address = address_of(offsets[i]);
   }
-  book_ = plan_book{std::move(period.requests), std::move(period.lifetimes), std::move(block_at), period.first_sequence,
-                    pools_settled};
+  book_ = std::move(book);
   start_history();
   predecessors_.assign(blocks_.size(), {});
   index_starts();
@@ -188,9 +224,8 @@ void iteration_plan::activate(repeating_period period) {
 bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                    std::vector<std::size_t>& offsets) {
   const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
-  std::vector<std::size_t> ends;  // of each lent range in the plan's offsets: no block straddles one
-  std::size_t total = 0;
-  for (const lent_range& r : lent) ends.push_back(total += r.bytes);
+  const std::vector<std::size_t> ends = range_ends(lent);
+  const std::size_t total = ends.empty() ? 0 : ends.back();
   offset_plan plan;
   bool holds = false;
   try {
@@ -200,9 +235,17 @@ bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes
     for (const lent_range& r : lent) host_.take_back(r, {});  // the plan never touched them
     throw;
   }
+  keep_used_ranges(lent, ends, holds ? &plan : nullptr);
+  if (!holds) return false;
+  offsets = std::move(plan.offsets);
+  return true;
+}
+
+void iteration_plan::keep_used_ranges(const std::vector<lent_range>& lent, const std::vector<std::size_t>& ends,
+                                      const offset_plan* plan) {
   std::vector<bool> used(lent.size(), false);
-  if (holds) {
-    for (const std::size_t offset : plan.offsets) used[std::upper_bound(ends.begin(), ends.end(), offset) - ends.begin()] = true;
+  if (plan != nullptr) {
+    for (const std::size_t offset : plan->offsets) used[std::upper_bound(ends.begin(), ends.end(), offset) - ends.begin()] = true;
   }
   for (std::size_t i = 0; i < lent.size(); ++i) {
     if (used[i]) {
@@ -211,10 +254,64 @@ bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes
       host_.take_back(lent[i], {});  // the plan never touched it
     }
   }
-  if (!holds) return false;
-  span_ = total;
-  offsets = std::move(plan.offsets);
+  if (plan != nullptr) span_ = ends.empty() ? 0 : ends.back();
+}
+
+bool iteration_plan::start_job(std::vector<cyclic_lifetime> lifetimes) {
+  std::vector<lent_range> view = host_.free_memory_view(max_ranges);
+  if (view.empty()) return false;
+  job_ = std::make_unique<planning_job>(std::move(lifetimes), book_.requests.size(), range_ends(view));
+  job_view_ = std::move(view);
+  phase_.store(phase::planning, std::memory_order_release);
   return true;
+}
+
+void iteration_plan::abandon_job() {
+  job_.reset();
+  job_view_.clear();
+  job_attempts_ = 0;
+  book_ = {};
+  restart_recording();
+}
+
+iteration_plan::follow iteration_plan::follow_period(const request& next) {
+  if (disturbed_.exchange(false, std::memory_order_relaxed) || next != expected()) {
+    abandon_job();
+    return follow::off;
+  }
+  if (expected_phase() != 0 || !job_->ready()) return follow::pools;
+  return install_job() ? follow::plan : follow::pools;
+}
+
+bool iteration_plan::install_job() {
+  const planning_state* done = nullptr;
+  try {
+    done = &job_->result();
+  } catch (...) {
+    abandon_job();  // the planner failed (out of host memory): the pools serve, as they did
+    return false;
+  }
+  const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
+  const std::vector<std::size_t> ends = range_ends(lent);
+  const bool holds = same_ranges(lent, job_view_) && host_.within_slack(done->peak_live) &&
+                     !ends.empty() && done->plan.footprint <= ends.back();
+  keep_used_ranges(lent, ends, holds ? &done->plan : nullptr);
+  if (holds) {
+    const std::unique_ptr<planning_job> job = std::move(job_);
+    job_view_.clear();
+    job_attempts_ = 0;
+    start_plan(done->lifetimes, done->plan.offsets, std::move(book_));
+    return true;
+  }
+  // The pools' free memory moved since the job began: plan over what they hold now.
+  std::vector<cyclic_lifetime> lifetimes = done->lifetimes;
+  if (++job_attempts_ >= max_job_attempts || !start_job(std::move(lifetimes))) {
+    job_.reset();
+    job_view_.clear();
+    job_attempts_ = 0;
+    settle();
+  }
+  return false;
 }
 
 bool iteration_plan::plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
@@ -600,6 +697,17 @@ void iteration_plan::deallocate(void* ptr) {
 
 void iteration_plan::note_free(std::uint64_t allocated_at) {
   const std::uint64_t distance = allocated_at == 0 ? unknown_distance : sequence_ + 1 - allocated_at;
+  if (phase_ == phase::planning) {
+    const follow f = follow_period(request{request_kind::free, 0, stream_id{}, distance});
+    if (f == follow::pools) {
+      ++sequence_;
+      return;
+    }
+    if (f == follow::off) {
+      log_free(allocated_at);
+      return;
+    }
+  }
   if (phase_ != phase::active && begin_with(request{request_kind::free, 0, stream_id{}, distance}) &&
       phase_ != phase::active) {
     ++sequence_;  // the first request of a period the pools serve without device calls

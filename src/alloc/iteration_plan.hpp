@@ -16,6 +16,14 @@
 // ordered after the plan's (event waits, no host sync); a mapped arena is unmapped only after
 // the streams that used it finished.
 //
+// Planning on a thread. When the pools served the period without a device call, nothing is lost
+// by waiting: the period is planned on a thread of its own (planning_job.hpp) over the free
+// memory the pools would lend at that point, while they serve on and each request is only
+// checked against the period. The plan starts at the first start of a period after the job is
+// done, if the pools' free memory is then exactly what it planned over; else it plans again (a
+// few times, then the pools stay settled). When the pools still call the device, every period
+// waited costs calls, so the plan is made at once on the allocating thread.
+//
 // Ordering. Blocks of the plan that share bytes follow each other in the period. A block's first
 // use is ordered after every stream that used the bytes before, on the device: when a previous
 // occupant was allocated on another stream, or recorded on one (record_stream), the new block's
@@ -42,6 +50,7 @@
 
 #include "alloc/memory_source.hpp"
 #include "alloc/offset_planner.hpp"
+#include "alloc/planning_job.hpp"
 #include "alloc/repeat_detector.hpp"
 #include "runtime/stream_impl.hpp"
 #include "streamsafe/alloc/allocator_observer.hpp"
@@ -73,6 +82,8 @@ class plan_host {
   /// largest first, and lends them to the plan; the pools' reserved bytes keep counting them.
   /// The pools never call into the plan, so their locks may be taken under the plan's.
   [[nodiscard]] virtual std::vector<lent_range> lend_free_memory(std::size_t most) = 0;
+  /// The ranges lend_free_memory(most) would lend now, in its order, none of them taken.
+  [[nodiscard]] virtual std::vector<lent_range> free_memory_view(std::size_t most) = 0;
   /// Gives `range` back to its pool, the pool's stream first ordered after `users` on the
   /// device (an event wait for each; no host sync), so the pool's next use follows the plan's.
   virtual void take_back(const lent_range& range, const std::vector<StreamImpl*>& users) = 0;
@@ -89,8 +100,10 @@ class plan_host {
 
 class iteration_plan {
  public:
+  /// `plan_in_background`: a period the pools serve without device calls is planned on a thread
+  /// of its own (else on the allocating thread, as every other period).
   iteration_plan(memory_source& source, EventPool& events, std::size_t granularity, plan_host& host,
-                 allocator_observer* observer);
+                 allocator_observer* observer, bool plan_in_background);
   /// Synchronizes the streams that used the arena, then gives it back.
   ~iteration_plan();
   iteration_plan(const iteration_plan&) = delete;
@@ -127,7 +140,7 @@ class iteration_plan {
   void release_if_unused();
 
  private:
-  enum class phase : std::uint8_t { recording, settled, active, derailed };
+  enum class phase : std::uint8_t { recording, planning, settled, active, derailed };
   enum class slot_state : std::uint8_t { free, live, freeing };
   struct planned_block {
     std::size_t offset = 0;      // in the plan's offsets, which the arena's ranges cover in turn
@@ -159,6 +172,7 @@ class iteration_plan {
     std::shared_ptr<StreamImpl> lender;  // null: mapped by the plan
   };
   static constexpr std::size_t max_ranges = 64;
+  static constexpr int max_job_attempts = 3;
   static constexpr std::size_t unplanned = ~std::size_t{0};
 
   served log_alloc(std::size_t rounded, StreamImpl& stream);
@@ -172,6 +186,25 @@ class iteration_plan {
   /// so the plan starts (or the pools settle), else the period is rejected.
   [[nodiscard]] bool begin_with(const request& next);
   void activate(repeating_period period);
+  /// While a job plans the period: `next`, the request about to be numbered, is the period's
+  /// (the pools serve it, or, at the start of a period with the job done, the plan does) or it
+  /// is not (the job is given up, and the period recorded again).
+  enum class follow : std::uint8_t { pools, plan, off };
+  [[nodiscard]] follow follow_period(const request& next);
+  /// Plans `lifetimes` on a thread over the memory the pools would lend now; false (nothing
+  /// started) when they have none to lend.
+  [[nodiscard]] bool start_job(std::vector<cyclic_lifetime> lifetimes);
+  /// With the job done: starts its plan if the pools lend what it planned over (true); else
+  /// plans again, or after max_job_attempts lets the pools settle.
+  [[nodiscard]] bool install_job();
+  void abandon_job();
+  /// The ranges of `lent` that `plan` uses become the arena, the rest go back; all go back when
+  /// `plan` is null.
+  void keep_used_ranges(const std::vector<lent_range>& lent, const std::vector<std::size_t>& ends,
+                        const offset_plan* plan);
+  /// Makes the blocks of a plan placed at `offsets` (in the arena now held) and starts serving.
+  void start_plan(const std::vector<cyclic_lifetime>& lifetimes, const std::vector<std::size_t>& offsets,
+                  plan_book book);
   void settle();
   void restart_recording();
   [[nodiscard]] bool same_plan(const repeating_period& period) const;
@@ -247,6 +280,7 @@ class iteration_plan {
   std::size_t granularity_;
   plan_host& host_;
   allocator_observer* observer_;
+  bool plan_in_background_;
 
   std::atomic<phase> phase_{phase::recording};
   std::atomic<bool> disturbed_{false};
@@ -273,6 +307,9 @@ class iteration_plan {
   repeat_detector detector_;
   std::optional<repeating_period> found_;  // waits for the next request to begin it
   plan_book book_;
+  std::unique_ptr<planning_job> job_;  // while planning
+  std::vector<lent_range> job_view_;   // what the job plans over
+  int job_attempts_ = 0;
   std::vector<arena_range> ranges_;  // in offset order
   std::size_t span_ = 0;             // offsets the ranges cover
   std::vector<planned_block> blocks_;

@@ -82,25 +82,53 @@ block* lend_runs(stream_pool& pool, block* b, std::size_t least, std::size_t mos
   return b;
 }
 
+/// The runs lend_runs would lend from `b`, in its order, none taken; `b` to go on from.
+block* list_runs(stream_pool& pool, block* b, std::size_t least, std::size_t most, std::vector<lent_range>& out) {
+  std::vector<std::pair<std::uintptr_t, std::size_t>> runs;
+  for_each_mapped_run(*b, [&](std::uintptr_t at, std::size_t bytes) {
+    if (bytes >= least) runs.emplace_back(at, bytes);
+  });
+  for (auto run = runs.rbegin(); run != runs.rend() && out.size() < most; ++run) {
+    out.push_back({run->first, run->second, pool.stream_share()});
+  }
+  return b;
+}
+
+/// Largest first; among equals, lowest address first, so that a view of the pools' free memory
+/// and a lending of it list the same ranges in the same order.
+void sort_for_lending(std::vector<lent_range>& ranges) {
+  std::sort(ranges.begin(), ranges.end(), [](const lent_range& x, const lent_range& y) {
+    return x.bytes != y.bytes ? x.bytes > y.bytes : x.address < y.address;
+  });
+}
+
 }  // namespace
 
+std::vector<lent_range> caching_allocator_impl::free_memory_view(std::size_t most) {
+  return gather_free_runs(most, false);
+}
+
 std::vector<lent_range> caching_allocator_impl::lend_free_memory(std::size_t most) {
+  return gather_free_runs(most, true);
+}
+
+std::vector<lent_range> caching_allocator_impl::gather_free_runs(std::size_t most, bool take) {
   process_pending_frees(poll_mode::eager);  // frees whose work is done can be lent too
   const std::vector<stream_pool*> pools = all_pools();
   const std::size_t least = least_size_lent(pools, most);
-  std::vector<lent_range> lent;
-  if (least == 0) return lent;
+  std::vector<lent_range> runs;
+  if (least == 0) return runs;
   for (stream_pool* pool : pools) {
     std::lock_guard lock(pool->mutex);
     for (segment* s : pool->segments()) {
-      for (block* b = s->first; b != nullptr && lent.size() < most; b = b->next) {
-        b = lend_runs(*pool, b, least, most, lent);
+      for (block* b = s->first; b != nullptr && runs.size() < most; b = b->next) {
+        b = take ? lend_runs(*pool, b, least, most, runs) : list_runs(*pool, b, least, most, runs);
         if (b == nullptr) break;
       }
     }
   }
-  std::sort(lent.begin(), lent.end(), [](const lent_range& x, const lent_range& y) { return x.bytes > y.bytes; });
-  return lent;
+  sort_for_lending(runs);
+  return runs;
 }
 
 void caching_allocator_impl::take_back(const lent_range& range, const std::vector<StreamImpl*>& users) {

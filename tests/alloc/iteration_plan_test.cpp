@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -43,6 +44,9 @@ class always_growing_host final : public detail::plan_host {
  public:
   void release_pool_cache() override { ++pool_releases; }
   std::vector<detail::lent_range> lend_free_memory(std::size_t /*most*/) override { return std::exchange(to_lend, {}); }
+  std::vector<detail::lent_range> free_memory_view(std::size_t /*most*/) override {
+    return view_instead.empty() ? to_lend : view_instead;
+  }
   void take_back(const detail::lent_range& range, const std::vector<detail::StreamImpl*>& users) override {
     taken_back.push_back({range, users});
   }
@@ -55,6 +59,7 @@ class always_growing_host final : public detail::plan_host {
   std::int64_t reserved = 0;
   int host_syncs = 0;
   std::vector<detail::lent_range> to_lend;
+  std::vector<detail::lent_range> view_instead;  // when set: what the view shows, not to_lend
   bool settled = false;  // the pools make no device call any more
   struct returned {
     detail::lent_range range;
@@ -80,7 +85,19 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
     if (GetParam() == test_backend::cuda && Device::cuda_device_count() == 0) {
       GTEST_SKIP() << "no CUDA device here (the cuda variant runs on a GPU machine)";
     }
-    parts_.emplace(testing::make_device(GetParam(), 1, 256 * mib));
+    parts_.emplace(testing::make_device(GetParam(), 1, 256 * mib), false);
+  }
+  /// The plan made again, planning a settled period on a thread of its own.
+  void plan_in_background() { parts_.emplace(testing::make_device(GetParam(), 1, 256 * mib), true); }
+  /// Iterates until the plan starts, at most `most` times (a job planning on a thread is done
+  /// when it is done; each iteration gives it a moment); false when it never did.
+  bool iterate_until_active(const std::vector<step>& steps, int most = 2000) {
+    for (int i = 0; i < most; ++i) {
+      iterate(steps);
+      if (plan_stats().num_plan_activations != 0) return true;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return false;
   }
 
   /// `steps` with `fillers` small blocks (allocated and freed on a) in front: a period long
@@ -173,7 +190,7 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
   }
 
   struct parts {
-    explicit parts(const Device& d)
+    parts(const Device& d, bool background)
         : device(d),
           oracle(d),
           a(d, {.name = "a"}),
@@ -181,7 +198,7 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
           source(detail::make_memory_source(d)),
           events(d),
           pools(d, allocator_options{.repeat_plan = false}),
-          plan(*source, events, 2 * mib, host, nullptr) {}
+          plan(*source, events, 2 * mib, host, nullptr, background) {}
     Device device;
     reuse_oracle oracle;
     Stream a;
@@ -406,6 +423,66 @@ TEST_P(PlanFixture, ASettledPeriodWhosePlanDerailsAtOnceIsNotPlannedAgain) {
   EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "the same length was planned again";
 }
 
+TEST_P(PlanFixture, ASettledPeriodPlannedOnAThreadStartsAtALaterPeriodInLentMemory) {
+  plan_in_background();
+  parts_->host.settled = true;
+  const std::uintptr_t base = lend_from_late(16 * mib);
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  for (int i = 0; i < 3; ++i) iterate(steps);
+  EXPECT_EQ(plan_stats().num_planned_allocations, 0u) << "the pools serve while the job plans";
+  ASSERT_TRUE(iterate_until_active(steps)) << "the job's plan never started";
+  std::vector<live_block> blocks = iterate(steps);
+  const allocator_stats s = plan_stats();
+  EXPECT_EQ(s.num_plan_derailments, 0u);
+  EXPECT_EQ(parts_->host.reserved, 0) << "no arena mapped";
+  ASSERT_TRUE(std::any_of(blocks.begin(), blocks.end(), [](const live_block& b) { return b.planned; }))
+      << "the plan serves the loop";
+  for (const live_block& b : blocks) {
+    if (b.planned) EXPECT_LT(reinterpret_cast<std::uintptr_t>(b.ptr) - base, 16 * mib) << "planned in lent memory";
+  }
+}
+
+TEST_P(PlanFixture, APlanMadeOnAThreadStartsOnlyOverTheMemoryItWasPlannedFor) {
+  // The job plans over one 16 MiB range; by the time it is done the pools lend two of 8 MiB.
+  // Its offsets would put the 12 MiB block across the first one's end, into bytes not lent.
+  plan_in_background();
+  parts_->host.settled = true;
+  const std::uintptr_t first = lend_from_late(8 * mib);
+  const std::uintptr_t second = lend_from_late(8 * mib);
+  parts_->host.view_instead = {{first, 16 * mib, detail::share_stream(parts_->late.impl())}};
+  const std::vector<step> steps = with_fillers({{12 * mib, 0, 0}, {0, 0, 0}});
+  for (int i = 0; i < 2000 && parts_->host.taken_back.size() < 2; ++i) {
+    std::vector<live_block> blocks = iterate(steps);
+    for (const live_block& b : blocks) {
+      if (!b.planned) continue;
+      const auto at = reinterpret_cast<std::uintptr_t>(b.ptr);
+      const bool inside = (at >= first && at + b.bytes <= first + 8 * mib) || (at >= second && at + b.bytes <= second + 8 * mib);
+      ASSERT_TRUE(inside) << "a block of " << b.bytes << " bytes planned at " << b.ptr << " leaves the lent ranges";
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  ASSERT_EQ(parts_->host.taken_back.size(), 2u) << "the job never finished, or the plan kept what it was lent";
+  for (int i = 0; i < 3; ++i) iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_activations, 0u) << "a plan started over memory it was not made for";
+}
+
+TEST_P(PlanFixture, ARequestOffThePeriodWhileItIsPlannedGivesTheJobUpAndTheLoopIsPlannedAgain) {
+  plan_in_background();
+  parts_->host.settled = true;
+  lend_from_late(16 * mib);
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  for (int i = 0; i < 3; ++i) iterate(steps);
+  ASSERT_EQ(plan_stats().num_plan_activations, 0u) << "planned inline: this test sees nothing";
+  live_block off;
+  allocate(3 * mib, 0, off);
+  ASSERT_FALSE(off.planned);
+  deallocate(off);
+  ASSERT_TRUE(iterate_until_active(steps)) << "the loop was not planned again";
+  iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+  EXPECT_EQ(plan_stats().num_plan_activations, 1u);
+}
+
 TEST_P(PlanFixture, ADerailedPlanGivesLentMemoryBackOnceItsLastBlockIsFreed) {
   // Else the pools, serving everything again, would grow for the bytes they lent.
   const std::uintptr_t base = lend_from_late(16 * mib);
@@ -573,6 +650,26 @@ TEST(RepeatPlanInTheAllocator, ALoopWhoseHolesMoveStopsCallingTheDeviceAndShowsI
 }
 
 
+TEST(RepeatPlanInTheAllocator, ALoopThePoolsServeWithoutCallsIsPlannedOnAThreadAndStartsInTheirMemory) {
+  const Device device = testing::make_device(test_backend::sim_deterministic, 1, 512 * mib);
+  Stream stream(device);
+  caching_allocator alloc(device, allocator_options{.remap_slack_percent = 50});
+  for (int i = 0; i < 2; ++i) fixed_loop(alloc, stream);
+  const std::uint64_t settled_calls = alloc.stats().device_calls.total();
+  int passes = 0;
+  for (; passes < 2000 && alloc.stats().num_plan_activations == 0; ++passes) {
+    fixed_loop(alloc, stream);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  ASSERT_EQ(alloc.stats().num_plan_activations, 1u) << "not planned in " << passes << " passes";
+  fixed_loop(alloc, stream);
+  const allocator_stats s = alloc.stats();
+  EXPECT_EQ(s.device_calls.total(), settled_calls) << "the pools called the device while the job planned, or the plan did";
+  EXPECT_EQ(s.num_plan_derailments, 0u);
+  EXPECT_GT(s.num_planned_allocations, 0u);
+  EXPECT_NE(alloc.snapshot_json().find("\"lent\":true"), std::string::npos) << "planned in the pools' memory";
+}
+
 TEST(RepeatPlanInTheAllocator, EmptyCacheGivesBackWhatThePoolsLentThePlan) {
   const Device device = testing::make_device(test_backend::sim_deterministic, 1, 512 * mib);
   Stream stream(device);
@@ -623,10 +720,12 @@ TEST(RepeatPlanInTheAllocator, AnObserverMayReadTheAllocatorWhenLentMemoryGoesHo
 TEST(RepeatPlanInTheAllocator, ATrainingLoopMakesNoDeviceCallAfterItsFirstPassAndItsPlanStartsInThePoolsMemory) {
   // ResNet-50's training step: its first pass packs within remap's slack by best fit, so later
   // passes find their blocks mapped (no move, no call, no wait); the plan then starts in the
-  // pools' own memory, keeping their packing.
+  // pools' own memory, keeping their packing. Planned on the allocating thread, so that it starts
+  // at a known pass; planned on a thread, the same plan starts when the job is done.
   const std::vector<trace_event> events = load_alloc_trace(STREAMSAFE_TRACES "/resnet50_train.alloc.csv.gz");
   const Device device = testing::make_device(test_backend::sim_deterministic, 1, 8192 * mib);
-  const replay_result r = replay_alloc_trace(events, device, allocator_options{}, replay_loop{.iterations = 5});
+  const replay_result r =
+      replay_alloc_trace(events, device, allocator_options{.plan_in_background = false}, replay_loop{.iterations = 5});
   ASSERT_EQ(r.plan_activations, 1u);
   ASSERT_EQ(r.plan_derailments, 0u);
   for (std::size_t i = 0; i < r.iterations.size(); ++i) {

@@ -86,6 +86,12 @@ struct allocator_options {
   /// and no synchronization per iteration after that, and the arena packs the period's blocks
   /// by their known lifetimes. A request off the plan hands everything back to the pools.
   bool repeat_plan = true;
+  /// With the repeat plan: a period the pools already serve without device calls is planned on
+  /// a thread of the allocator's own, and the plan starts at a later period once it is done
+  /// (the allocating thread only checks each request against the period meanwhile). false:
+  /// planned on the allocating thread at once, which stalls it for the planning (milliseconds
+  /// for a training step) but starts the plan at a known request.
+  bool plan_in_background = true;
   /// With growth remap: free chunks are moved only once the stream's reserved bytes would pass
   /// its peak allocated bytes plus this percentage; below, new chunks are mapped (no
   /// synchronization). 0 moves whenever a free chunk can be moved.
