@@ -128,7 +128,7 @@ bool iteration_plan::begin_with(const request& next) {
 }
 
 iteration_plan::served iteration_plan::log_alloc(std::size_t rounded, StreamImpl& stream) {
-  if (disturbed_.exchange(false, std::memory_order_relaxed)) detector_.restart();
+  if (take_disturbed()) detector_.restart();
   const std::uint64_t sequence = ++sequence_;
   detector_.note_alloc(sequence, rounded, stream.id(), host_.device_calls());
   after_period_found();
@@ -136,7 +136,7 @@ iteration_plan::served iteration_plan::log_alloc(std::size_t rounded, StreamImpl
 }
 
 void iteration_plan::log_free(std::uint64_t allocated_at) {
-  if (disturbed_.exchange(false, std::memory_order_relaxed)) detector_.restart();
+  if (take_disturbed()) detector_.restart();
   detector_.note_free(++sequence_, allocated_at, host_.device_calls());
   after_period_found();
 }
@@ -275,11 +275,12 @@ void iteration_plan::abandon_job() {
 }
 
 iteration_plan::follow iteration_plan::follow_period(const request& next) {
-  if (disturbed_.exchange(false, std::memory_order_relaxed) || next != expected()) {
+  const std::size_t at = expected_phase();
+  if (take_disturbed() || next != book_.requests[at]) {
     abandon_job();
     return follow::off;
   }
-  if (expected_phase() != 0 || !job_->ready()) return follow::pools;
+  if (at != 0 || !job_->ready()) return follow::pools;
   return install_job() ? follow::plan : follow::pools;
 }
 
@@ -485,12 +486,13 @@ void iteration_plan::return_lent_if_unused() {
 
 iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std::size_t requested, StreamImpl& stream,
                                                        std::vector<std::shared_ptr<StreamImpl>>& waits) {
-  const request& next = expected();
+  const std::size_t at = expected_phase();
+  const request& next = book_.requests[at];
   if (next.kind != request_kind::alloc || next.bytes != rounded || next.stream != stream.id()) {
     derail();
     return log_alloc(rounded, stream);
   }
-  const std::size_t index = book_.block_at[expected_phase()];
+  const std::size_t index = book_.block_at[at];
   if (index == unplanned) return {nullptr, ++sequence_};
   if (!occupy(index, stream, waits)) {  // an earlier block on these bytes is still live
     derail();

@@ -274,6 +274,11 @@ class iteration_plan {
     return static_cast<std::size_t>((sequence_ + 1 - book_.first_sequence) % book_.requests.size());
   }
   [[nodiscard]] const request& expected() const { return book_.requests[expected_phase()]; }
+  /// Whether another thread found the plan busy since the last look (then it starts over). A
+  /// load first: the exchange, a locked instruction, only when set.
+  [[nodiscard]] bool take_disturbed() noexcept {
+    return disturbed_.load(std::memory_order_relaxed) && disturbed_.exchange(false, std::memory_order_relaxed);
+  }
 
   memory_source& source_;
   EventPool& events_;

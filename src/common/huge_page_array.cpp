@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <new>
+#include <thread>
 
 namespace streamsafe::detail {
 
@@ -11,7 +12,7 @@ namespace {
 constexpr std::size_t huge_page = std::size_t{2} << 20;
 }
 
-reserved_pages reserve_pages(std::size_t bytes) {
+reserved_pages::reserved_pages(std::size_t bytes) {
   // Over-reserve by one huge page so an aligned start exists inside, then give back the rest:
   // the kernel backs a range with huge pages only where they fit aligned.
   const std::size_t rounded = (bytes + huge_page - 1) / huge_page * huge_page;
@@ -23,14 +24,30 @@ reserved_pages reserve_pages(std::size_t bytes) {
   if (const std::size_t tail = start + huge_page - aligned; tail > 0) {
     munmap(reinterpret_cast<void*>(aligned + rounded), tail);
   }
-  void* base = reinterpret_cast<void*>(aligned);
-  // Advice only: where the kernel does not give huge pages, the array works in small ones.
-  (void)madvise(base, rounded, MADV_HUGEPAGE);
-  return {base, rounded};
+  base_ = reinterpret_cast<void*>(aligned);
+  bytes_ = rounded;
+  // Advice only: where the kernel gives no huge pages, the array works in small ones.
+  (void)madvise(base_, bytes_, MADV_HUGEPAGE);
 }
 
-void release_pages(const reserved_pages& pages) noexcept {
-  if (pages.base != nullptr) munmap(pages.base, pages.bytes);
+reserved_pages::~reserved_pages() { munmap(base_, bytes_); }
+
+void populate_later(const std::shared_ptr<reserved_pages>& pages, std::size_t offset) noexcept {
+#ifdef MADV_POPULATE_WRITE
+  if (offset >= pages->bytes()) return;
+  try {
+    // Detached, holding a share of the pages: they stay mapped until it is done.
+    std::thread([pages, offset] {
+      const std::size_t bytes = std::min(populate_step, pages->bytes() - offset);
+      (void)madvise(static_cast<char*>(pages->base()) + offset, bytes, MADV_POPULATE_WRITE);
+    }).detach();
+  } catch (...) {
+    // No thread: the writer faults these pages in itself.
+  }
+#else
+  (void)pages;
+  (void)offset;
+#endif
 }
 
 }  // namespace streamsafe::detail

@@ -1,24 +1,41 @@
-// A fixed-capacity array of trivially copyable values, in address space reserved at once and
-// backed by the kernel on first touch, in huge pages where it allows them. For a log written
-// front to back on a hot path: each fresh 4 KiB page costs a page fault, several microseconds in
-// a virtual machine, and a log of 40-byte entries meets one every hundred appends; a 2 MiB page
-// meets one every fifty thousand. Untouched capacity is address space, not memory.
+// A fixed-capacity array of trivially copyable values for a log written front to back on a hot
+// path. Its address space is reserved at once and advised for huge pages; the kernel backs it as
+// it is touched. Each fresh page costs the writer a page fault when it first touches it, several
+// microseconds in a virtual machine, and a log of 40-byte entries would meet one every hundred
+// appends. So a helper thread faults the pages of the next 2 MiB in while the writer fills the
+// current ones (MADV_POPULATE_WRITE, which writes no byte): memory is backed just ahead of the
+// writer, never the whole capacity up front.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <type_traits>
-#include <utility>
 
 namespace streamsafe::detail {
 
-/// Address space reserved for an array, aligned for huge pages.
-struct reserved_pages {
-  void* base = nullptr;
-  std::size_t bytes = 0;
+/// Address space reserved for an array, aligned for huge pages; unmapped with its last owner
+/// (the array, or a helper still faulting pages in).
+class reserved_pages {
+ public:
+  /// Throws std::bad_alloc when the address space cannot be had.
+  explicit reserved_pages(std::size_t bytes);
+  ~reserved_pages();
+  reserved_pages(const reserved_pages&) = delete;
+  reserved_pages& operator=(const reserved_pages&) = delete;
+  [[nodiscard]] void* base() const noexcept { return base_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+
+ private:
+  void* base_ = nullptr;
+  std::size_t bytes_ = 0;
 };
-/// Reserves at least `bytes`, aligned for huge pages; throws std::bad_alloc when it cannot.
-[[nodiscard]] reserved_pages reserve_pages(std::size_t bytes);
-void release_pages(const reserved_pages& pages) noexcept;
+
+/// Bytes faulted in ahead of the writer at a time.
+inline constexpr std::size_t populate_step = std::size_t{2} << 20;
+
+/// Faults [offset, offset + populate_step) of `pages` in on a thread of its own; nothing when
+/// the range lies past the end or no thread can be started (the writer then faults it itself).
+void populate_later(const std::shared_ptr<reserved_pages>& pages, std::size_t offset) noexcept;
 
 /// Not thread-safe. Elements stay where they are for the array's life (no reallocation).
 template <typename T>
@@ -27,13 +44,13 @@ class huge_page_array {
 
  public:
   explicit huge_page_array(std::size_t capacity) : capacity_(capacity) {}
-  ~huge_page_array() { release_pages(pages_); }
   huge_page_array(const huge_page_array&) = delete;
   huge_page_array& operator=(const huge_page_array&) = delete;
 
   /// The first push reserves the whole capacity (std::bad_alloc when it cannot).
   void push_back(const T& value) {
-    if (pages_.base == nullptr) pages_ = reserve_pages(capacity_ * sizeof(T));
+    if (pages_ == nullptr) start();
+    if (size_ == next_populate_at_) populate_next();
     data()[size_++] = value;
   }
   void clear() noexcept { size_ = 0; }
@@ -46,11 +63,28 @@ class huge_page_array {
   [[nodiscard]] const T& back() const noexcept { return data()[size_ - 1]; }
 
  private:
-  [[nodiscard]] T* data() const noexcept { return static_cast<T*>(pages_.base); }
+  static constexpr std::size_t per_step = populate_step / sizeof(T);
+  [[nodiscard]] T* data() const noexcept { return static_cast<T*>(data_); }
+  void start() {
+    pages_ = std::make_shared<reserved_pages>(capacity_ * sizeof(T));
+    data_ = pages_->base();
+    populate_later(pages_, 0);
+    populate_next();
+  }
+  /// Entering a step's entries: the step after it is faulted in meanwhile (once; a cleared log
+  /// writes over pages already backed).
+  void populate_next() {
+    populated_ += populate_step;
+    populate_later(pages_, populated_);
+    next_populate_at_ = populated_ / sizeof(T) - per_step;
+  }
 
   std::size_t capacity_;
   std::size_t size_ = 0;
-  reserved_pages pages_;
+  std::shared_ptr<reserved_pages> pages_;
+  void* data_ = nullptr;
+  std::size_t populated_ = 0;            // bytes asked to be faulted in, past the first step
+  std::size_t next_populate_at_ = ~std::size_t{0};
 };
 
 }  // namespace streamsafe::detail
