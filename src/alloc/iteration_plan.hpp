@@ -16,13 +16,13 @@
 // ordered after the plan's (event waits, no host sync); a mapped arena is unmapped only after
 // the streams that used it finished.
 //
-// Planning on a thread. When the pools served the period without a device call, nothing is lost
-// by waiting: the period is planned on a thread of its own (planning_job.hpp) over the free
-// memory the pools would lend at that point, while they serve on and each request is only
-// checked against the period. The plan starts at the first start of a period after the job is
-// done, if the pools' free memory is then exactly what it planned over; else it plans again (a
-// few times, then the pools stay settled). When the pools still call the device, every period
-// waited costs calls, so the plan is made at once on the allocating thread.
+// Planning on a thread (allocator_options::plan_in_background). When the pools served the
+// period without a device call, the period may be planned on a thread of its own
+// (planning_job.hpp) over the free memory the pools would lend at that point, while they serve on
+// and each request is only checked against the period. The plan starts at the first start of a
+// period after the job is done, if the pools' free memory is then exactly what it planned over;
+// else it plans again (a few times, then the pools stay settled). When the pools still call the
+// device, every period waited costs calls, so the plan is made at once on the allocating thread.
 //
 // Ordering. Blocks of the plan that share bytes follow each other in the period. A block's first
 // use is ordered after every stream that used the bytes before, on the device: when a previous

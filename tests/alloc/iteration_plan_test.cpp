@@ -653,7 +653,7 @@ TEST(RepeatPlanInTheAllocator, ALoopWhoseHolesMoveStopsCallingTheDeviceAndShowsI
 TEST(RepeatPlanInTheAllocator, ALoopThePoolsServeWithoutCallsIsPlannedOnAThreadAndStartsInTheirMemory) {
   const Device device = testing::make_device(test_backend::sim_deterministic, 1, 512 * mib);
   Stream stream(device);
-  caching_allocator alloc(device, allocator_options{.remap_slack_percent = 50});
+  caching_allocator alloc(device, allocator_options{.plan_in_background = true, .remap_slack_percent = 50});
   for (int i = 0; i < 2; ++i) fixed_loop(alloc, stream);
   const std::uint64_t settled_calls = alloc.stats().device_calls.total();
   int passes = 0;
@@ -720,12 +720,10 @@ TEST(RepeatPlanInTheAllocator, AnObserverMayReadTheAllocatorWhenLentMemoryGoesHo
 TEST(RepeatPlanInTheAllocator, ATrainingLoopMakesNoDeviceCallAfterItsFirstPassAndItsPlanStartsInThePoolsMemory) {
   // ResNet-50's training step: its first pass packs within remap's slack by best fit, so later
   // passes find their blocks mapped (no move, no call, no wait); the plan then starts in the
-  // pools' own memory, keeping their packing. Planned on the allocating thread, so that it starts
-  // at a known pass; planned on a thread, the same plan starts when the job is done.
+  // pools' own memory, keeping their packing.
   const std::vector<trace_event> events = load_alloc_trace(STREAMSAFE_TRACES "/resnet50_train.alloc.csv.gz");
   const Device device = testing::make_device(test_backend::sim_deterministic, 1, 8192 * mib);
-  const replay_result r =
-      replay_alloc_trace(events, device, allocator_options{.plan_in_background = false}, replay_loop{.iterations = 5});
+  const replay_result r = replay_alloc_trace(events, device, allocator_options{}, replay_loop{.iterations = 5});
   ASSERT_EQ(r.plan_activations, 1u);
   ASSERT_EQ(r.plan_derailments, 0u);
   for (std::size_t i = 0; i < r.iterations.size(); ++i) {

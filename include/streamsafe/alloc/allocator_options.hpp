@@ -87,11 +87,14 @@ struct allocator_options {
   /// by their known lifetimes. A request off the plan hands everything back to the pools.
   bool repeat_plan = true;
   /// With the repeat plan: a period the pools already serve without device calls is planned on
-  /// a thread of the allocator's own, and the plan starts at a later period once it is done
-  /// (the allocating thread only checks each request against the period meanwhile). false:
-  /// planned on the allocating thread at once, which stalls it for the planning (milliseconds
-  /// for a training step) but starts the plan at a known request.
-  bool plan_in_background = true;
+  /// a thread of the allocator's own while they serve on, and the plan starts at a later
+  /// period's start once it is done, if the pools' free memory is still what it planned over
+  /// (the allocating thread only checks each request against the period meanwhile). Off by
+  /// default: the allocating thread then stalls once for the planning (milliseconds for a
+  /// training step), but the plan starts at a known request, before the pools can drift; on,
+  /// a loop whose pools move their free memory in the meantime may keep calling the device
+  /// until a plan holds (docs/allocator.md, "Planning on a thread").
+  bool plan_in_background = false;
   /// With growth remap: free chunks are moved only once the stream's reserved bytes would pass
   /// its peak allocated bytes plus this percentage; below, new chunks are mapped (no
   /// synchronization). 0 moves whenever a free chunk can be moved.
