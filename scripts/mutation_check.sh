@@ -96,6 +96,10 @@ mutation_in alloc_repeat_plan_test plan-derailed-keeps-lent-memory "$plan" \
   '  if (phase_ != phase::derailed || !unused() || ranges_.empty() || ranges_.front().lender == nullptr) return;' '  return;'
 mutation_in alloc_repeat_plan_test plan-job-starts-over-other-memory "$plan" \
   '  const bool holds = same_ranges(lent, job_view_) && host_.within_slack' '  const bool holds = host_.within_slack'
+mutation_in alloc_repeat_plan_test plan-background-option-ignored "$impl" \
+  '                                             options_.plan_in_background);' '                                             false);'
+mutation_in alloc_repeat_plan_test plan-job-given-up-is-proposed-again "$plan" \
+  '    if (sequence_ + 1 - book_.first_sequence < book_.requests.size()) detector_.forbid(book_.requests.size());' ''
 mutation_in alloc_repeat_plan_test lent-block-back-before-plan-streams "$lending" \
   '    StreamRef(&lender).wait(done);' ''
 

@@ -277,6 +277,9 @@ void iteration_plan::abandon_job() {
 iteration_plan::follow iteration_plan::follow_period(const request& next) {
   const std::size_t at = expected_phase();
   if (take_disturbed() || next != book_.requests[at]) {
+    // Given up before the period came round once: a stretch of a longer period, taken for it
+    // (as derail() judges a plan that ends so soon); not planned again.
+    if (sequence_ + 1 - book_.first_sequence < book_.requests.size()) detector_.forbid(book_.requests.size());
     abandon_job();
     return follow::off;
   }
@@ -289,7 +292,10 @@ bool iteration_plan::install_job() {
   try {
     done = &job_->result();
   } catch (...) {
-    abandon_job();  // the planner failed (out of host memory): the pools serve, as they did
+    // The planner failed (out of host memory): the pools serve, as they did, and this length
+    // is not planned again.
+    detector_.forbid(book_.requests.size());
+    abandon_job();
     return false;
   }
   const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
@@ -301,7 +307,16 @@ bool iteration_plan::install_job() {
     const std::unique_ptr<planning_job> job = std::move(job_);
     job_view_.clear();
     job_attempts_ = 0;
-    start_plan(done->lifetimes, done->plan.offsets, std::move(book_));
+    try {
+      start_plan(done->lifetimes, done->plan.offsets, std::move(book_));
+    } catch (...) {
+      // Out of host memory building the blocks: the lent memory goes back untouched and the
+      // pools serve this request, as they would have.
+      release_arena();
+      book_ = {};
+      restart_recording();
+      return false;
+    }
     return true;
   }
   // The pools' free memory moved since the job began: plan over what they hold now.

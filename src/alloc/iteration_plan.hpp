@@ -21,7 +21,7 @@
 // (planning_job.hpp) over the free memory the pools would lend at that point, while they serve on
 // and each request is only checked against the period. The plan starts at the first start of a
 // period after the job is done, if the pools' free memory is then exactly what it planned over;
-// else it plans again (a few times, then the pools stay settled). When the pools still call the
+// else it plans again (three plans at most, then the pools stay settled). When the pools still call the
 // device, every period waited costs calls, so the plan is made at once on the allocating thread.
 //
 // Ordering. Blocks of the plan that share bytes follow each other in the period. A block's first
@@ -33,9 +33,10 @@
 // Lifetime. A freed block's bytes stay out of use until the plan's next block on them is
 // allocated; the streams it was used on are kept (shared) until then.
 //
-// Threads. One mutex serializes the plan; while recording, a thread that finds it busy skips
-// logging and the log starts over (interleaved threads do not repeat), so the pools' per-stream
-// locks are never waited on behind it.
+// Threads. One mutex serializes the plan; while recording, or while a job plans the period, a
+// thread that finds it busy skips the plan and the log starts over, the job given up
+// (interleaved threads do not repeat), so the pools' per-stream locks are never waited on behind
+// it.
 #pragma once
 
 #include <array>

@@ -24,8 +24,8 @@ struct planning_state {
   std::atomic<bool> done{false};
 };
 
-/// Thread-safe to the extent that ready() may be called while the job runs; take() by the one
-/// owner. A job given up (destroyed unfinished) runs to its end on its own and frees its state:
+/// Thread-safe to the extent that ready() may be called while the job runs; result() by the
+/// one owner, once ready. A job given up (destroyed unfinished) runs to its end on its own and frees its state:
 /// no caller waits for it.
 class planning_job {
  public:

@@ -63,27 +63,26 @@ class huge_page_array {
   [[nodiscard]] const T& back() const noexcept { return data()[size_ - 1]; }
 
  private:
-  static constexpr std::size_t per_step = populate_step / sizeof(T);
   [[nodiscard]] T* data() const noexcept { return static_cast<T*>(data_); }
   void start() {
     pages_ = std::make_shared<reserved_pages>(capacity_ * sizeof(T));
     data_ = pages_->base();
     populate_later(pages_, 0);
-    populate_next();
+    next_populate_at_ = 0;
   }
   /// Entering a step's entries: the step after it is faulted in meanwhile (once; a cleared log
   /// writes over pages already backed).
   void populate_next() {
     populated_ += populate_step;
     populate_later(pages_, populated_);
-    next_populate_at_ = populated_ / sizeof(T) - per_step;
+    next_populate_at_ = populated_ / sizeof(T);
   }
 
   std::size_t capacity_;
   std::size_t size_ = 0;
   std::shared_ptr<reserved_pages> pages_;
   void* data_ = nullptr;
-  std::size_t populated_ = 0;            // bytes asked to be faulted in, past the first step
+  std::size_t populated_ = 0;  // where the last step asked to be faulted in begins
   std::size_t next_populate_at_ = ~std::size_t{0};
 };
 
