@@ -266,10 +266,14 @@ bool iteration_plan::start_job(std::vector<cyclic_lifetime> lifetimes) {
   return true;
 }
 
-void iteration_plan::abandon_job() {
+void iteration_plan::drop_job() {
   job_.reset();
   job_view_.clear();
   job_attempts_ = 0;
+}
+
+void iteration_plan::abandon_job() {
+  drop_job();
   book_ = {};
   restart_recording();
 }
@@ -304,16 +308,14 @@ bool iteration_plan::install_job() {
                      !ends.empty() && done->plan.footprint <= ends.back();
   keep_used_ranges(lent, ends, holds ? &done->plan : nullptr);
   if (holds) {
-    const std::unique_ptr<planning_job> job = std::move(job_);
-    job_view_.clear();
-    job_attempts_ = 0;
+    const std::unique_ptr<planning_job> job = std::move(job_);  // keeps `done` alive
+    drop_job();
     try {
       start_plan(done->lifetimes, done->plan.offsets, std::move(book_));
     } catch (...) {
       // Out of host memory building the blocks: the lent memory goes back untouched and the
       // pools serve this request, as they would have.
-      release_arena();
-      book_ = {};
+      release_arena();  // and forgets the plan's books
       restart_recording();
       return false;
     }
@@ -322,9 +324,7 @@ bool iteration_plan::install_job() {
   // The pools' free memory moved since the job began: plan over what they hold now.
   std::vector<cyclic_lifetime> lifetimes = done->lifetimes;
   if (++job_attempts_ >= max_job_attempts || !start_job(std::move(lifetimes))) {
-    job_.reset();
-    job_view_.clear();
-    job_attempts_ = 0;
+    drop_job();
     settle();
   }
   return false;

@@ -198,6 +198,9 @@ class iteration_plan {
   /// With the job done: starts its plan if the pools lend what it planned over (true); else
   /// plans again, or after max_job_attempts lets the pools settle.
   [[nodiscard]] bool install_job();
+  /// Forgets the job (its thread, if running, finishes on its own).
+  void drop_job();
+  /// drop_job, and the period is recorded again.
   void abandon_job();
   /// The ranges of `lent` that `plan` uses become the arena, the rest go back; all go back when
   /// `plan` is null.
