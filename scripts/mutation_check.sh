@@ -98,6 +98,8 @@ mutation_in alloc_repeat_plan_test plan-job-starts-over-other-memory "$plan" \
   '  const bool holds = same_ranges(lent, job_view_) && host_.within_slack' '  const bool holds = host_.within_slack'
 mutation_in alloc_repeat_plan_test plan-background-option-ignored "$impl" \
   '                                             options_.plan_in_background);' '                                             false);'
+mutation_in alloc_repeat_plan_test plan-keeps-overlapping-places "$plan" \
+  '              disjoint_in_use(lifetimes, plan.offsets, period)) ||' '              true) ||'
 mutation_in alloc_repeat_plan_test plan-job-given-up-is-proposed-again "$plan" \
   '    if (sequence_ + 1 - book_.first_sequence < book_.requests.size()) detector_.forbid(book_.requests.size());' ''
 mutation_in alloc_repeat_plan_test lent-block-back-before-plan-streams "$lending" \

@@ -273,7 +273,7 @@ void caching_allocator_impl::deallocate(void* ptr) {
     return;
   }
   const std::uint64_t sequence = deallocate_pooled(ptr);
-  if (plan_ != nullptr) plan_->pool_freed(sequence);
+  if (plan_ != nullptr) plan_->pool_freed(sequence, ptr);
 }
 
 void caching_allocator_impl::deallocate_planned(void* ptr) {

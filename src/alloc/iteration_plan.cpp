@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <numeric>
 #include <utility>
 
 #include "alloc/offset_planner.hpp"
@@ -27,6 +28,28 @@ std::vector<std::size_t> range_ends(const std::vector<lent_range>& ranges) {
   std::size_t total = 0;
   for (const lent_range& r : ranges) ends.push_back(total += r.bytes);
   return ends;
+}
+
+/// The offsets, in the plan's offsets over `lent` (whose ends are `ends`), of blocks at
+/// `addresses`; false when one does not lie wholly in one lent range.
+bool offsets_as_placed(const std::vector<lent_range>& lent, const std::vector<std::size_t>& ends,
+                       const std::vector<cyclic_lifetime>& blocks, const std::vector<std::uintptr_t>& addresses,
+                       std::vector<std::size_t>& offsets) {
+  std::vector<std::size_t> by_address(lent.size());
+  std::iota(by_address.begin(), by_address.end(), std::size_t{0});
+  std::sort(by_address.begin(), by_address.end(),
+            [&lent](std::size_t x, std::size_t y) { return lent[x].address < lent[y].address; });
+  offsets.resize(blocks.size());
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const std::uintptr_t at = addresses[i];
+    const auto past = std::upper_bound(by_address.begin(), by_address.end(), at,
+                                       [&lent](std::uintptr_t a, std::size_t r) { return a < lent[r].address; });
+    if (past == by_address.begin()) return false;
+    const std::size_t r = *std::prev(past);
+    if (at + blocks[i].bytes > lent[r].address + lent[r].bytes) return false;
+    offsets[i] = ends[r] - lent[r].bytes + (at - lent[r].address);
+  }
+  return true;
 }
 
 bool same_ranges(const std::vector<lent_range>& a, const std::vector<lent_range>& b) {
@@ -135,9 +158,9 @@ iteration_plan::served iteration_plan::log_alloc(std::size_t rounded, StreamImpl
   return {nullptr, sequence};
 }
 
-void iteration_plan::log_free(std::uint64_t allocated_at) {
+void iteration_plan::log_free(std::uint64_t allocated_at, std::uintptr_t address) {
   if (take_disturbed()) detector_.restart();
-  detector_.note_free(++sequence_, allocated_at, host_.device_calls());
+  detector_.note_free(++sequence_, allocated_at, host_.device_calls(), address);
   after_period_found();
 }
 
@@ -176,11 +199,13 @@ void iteration_plan::activate(repeating_period period) {
     return;
   }
   std::vector<cyclic_lifetime> lifetimes;
+  std::vector<std::uintptr_t> addresses;  // where the pools placed each block last period
   std::vector<std::size_t> block_at(period.requests.size(), unplanned);
   for (std::size_t t = 0; t < period.requests.size(); ++t) {
     if (period.lifetimes[t] == 0) continue;
     block_at[t] = lifetimes.size();
     lifetimes.push_back({period.requests[t].bytes, t, period.lifetimes[t]});
+    addresses.push_back(period.addresses[t]);
   }
   if (lifetimes.empty()) {
     settle();
@@ -190,14 +215,25 @@ void iteration_plan::activate(repeating_period period) {
   const std::uint64_t length = period.requests.size();
   std::vector<std::size_t> offsets;
   const bool pools_settled = period.device_calls == 0;
+  // A period the pools served without a device call is held where they placed it, when that is
+  // in the memory they lend now: nothing to plan.
+  if (!pools_settled) addresses.clear();
   plan_book book{std::move(period.requests), std::move(period.lifetimes), std::move(block_at), period.first_sequence,
                  pools_settled};
   if (pools_settled && plan_in_background_) {
+    // Held where the pools placed it, the period needs no job; a look at their free memory
+    // first, so a job plans over what they would lend.
+    if (fits_as_placed(lifetimes, addresses, length) &&
+        plan_in_place(lifetimes, length, addresses, placement::as_placed, offsets)) {
+      start_plan(lifetimes, offsets, std::move(book));
+      return;
+    }
     book_ = std::move(book);
     if (!start_job(std::move(lifetimes))) settle();  // nothing to lend: the pools go on
     return;
   }
-  if (!plan_in_place(lifetimes, length, offsets) && (pools_settled || !plan_in_new_arena(lifetimes, length, offsets))) {
+  if (!plan_in_place(lifetimes, length, addresses, placement::or_planned, offsets) &&
+      (pools_settled || !plan_in_new_arena(lifetimes, length, offsets))) {
     settle();  // no room for the arena: the pools go on, and a later growth looks again
     return;
   }
@@ -221,7 +257,16 @@ void iteration_plan::start_plan(const std::vector<cyclic_lifetime>& lifetimes, c
   phase_.store(phase::active, std::memory_order_release);
 }
 
+bool iteration_plan::fits_as_placed(const std::vector<cyclic_lifetime>& lifetimes,
+                                    const std::vector<std::uintptr_t>& addresses, std::uint64_t period) {
+  const std::vector<lent_range> view = host_.free_memory_view(max_ranges);
+  std::vector<std::size_t> offsets;
+  return offsets_as_placed(view, range_ends(view), lifetimes, addresses, offsets) &&
+         disjoint_in_use(lifetimes, offsets, period);
+}
+
 bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
+                                   const std::vector<std::uintptr_t>& addresses, placement how,
                                    std::vector<std::size_t>& offsets) {
   const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
   const std::vector<std::size_t> ends = range_ends(lent);
@@ -230,7 +275,9 @@ bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes
   bool holds = false;
   try {
     holds = !lent.empty() && host_.within_slack(peak_live_bytes(lifetimes, period)) &&
-            (plan = plan_offsets(lifetimes, period, ends)).footprint <= total;
+            ((!addresses.empty() && offsets_as_placed(lent, ends, lifetimes, addresses, plan.offsets) &&
+              disjoint_in_use(lifetimes, plan.offsets, period)) ||
+             (how == placement::or_planned && (plan = plan_offsets(lifetimes, period, ends)).footprint <= total));
   } catch (...) {
     for (const lent_range& r : lent) host_.take_back(r, {});  // the plan never touched them
     throw;
@@ -688,7 +735,7 @@ void iteration_plan::deallocate(void* ptr) {
     std::lock_guard lock(mutex_);
     planned_block& b = blocks_[live_index(ptr, "deallocate")];
     vacate(b);
-    note_free(b.allocated_at);
+    note_free(b.allocated_at, b.address);
     return_lent_if_unused();
     return;
   }
@@ -708,11 +755,11 @@ void iteration_plan::deallocate(void* ptr) {
   std::lock_guard lock(mutex_);
   planned_block& b = blocks_[index];
   vacate(b);
-  note_free(b.allocated_at);
+  note_free(b.allocated_at, b.address);
   return_lent_if_unused();
 }
 
-void iteration_plan::note_free(std::uint64_t allocated_at) {
+void iteration_plan::note_free(std::uint64_t allocated_at, std::uintptr_t address) {
   const std::uint64_t distance = allocated_at == 0 ? unknown_distance : sequence_ + 1 - allocated_at;
   if (phase_ == phase::planning) {
     const follow f = follow_period(request{request_kind::free, 0, stream_id{}, distance});
@@ -721,7 +768,7 @@ void iteration_plan::note_free(std::uint64_t allocated_at) {
       return;
     }
     if (f == follow::off) {
-      log_free(allocated_at);
+      log_free(allocated_at, address);
       return;
     }
   }
@@ -738,16 +785,17 @@ void iteration_plan::note_free(std::uint64_t allocated_at) {
     }
     derail();
   }
-  log_free(allocated_at);
+  log_free(allocated_at, address);
 }
 
-void iteration_plan::pool_freed(std::uint64_t sequence) {
+void iteration_plan::pool_freed(std::uint64_t sequence, const void* ptr) {
+  const auto address = reinterpret_cast<std::uintptr_t>(ptr);
   const reuses_told_after told{*this};
   const phase now = phase_.load(std::memory_order_acquire);
   if (now == phase::settled) return;
   if (now == phase::active) {
     std::lock_guard lock(mutex_);
-    note_free(sequence);
+    note_free(sequence, address);
     return;
   }
   std::unique_lock lock(mutex_, std::try_to_lock);
@@ -755,7 +803,7 @@ void iteration_plan::pool_freed(std::uint64_t sequence) {
     disturbed_.store(true, std::memory_order_relaxed);
     return;
   }
-  note_free(sequence);
+  note_free(sequence, address);
 }
 
 bool iteration_plan::record_stream(void* ptr, StreamImpl& stream) {

@@ -120,8 +120,9 @@ class iteration_plan {
   [[nodiscard]] bool owns(const void* ptr) const noexcept;
   /// Frees an arena block; usage_error, changing nothing, when `ptr` is not one live.
   void deallocate(void* ptr);
-  /// A pool block numbered `sequence` by allocate was freed (after the pool took it back).
-  void pool_freed(std::uint64_t sequence);
+  /// The pool block at `ptr`, numbered `sequence` by allocate, was freed (after the pool took it
+  /// back).
+  void pool_freed(std::uint64_t sequence, const void* ptr);
   /// `stream` also uses the arena block at `ptr`; false when it already was known to.
   bool record_stream(void* ptr, StreamImpl& stream);
   [[nodiscard]] block_info block_of(const void* ptr) const;
@@ -177,9 +178,9 @@ class iteration_plan {
   static constexpr std::size_t unplanned = ~std::size_t{0};
 
   served log_alloc(std::size_t rounded, StreamImpl& stream);
-  void log_free(std::uint64_t allocated_at);
+  void log_free(std::uint64_t allocated_at, std::uintptr_t address);
   /// A free while active: the plan's next request, or the plan derails.
-  void note_free(std::uint64_t allocated_at);
+  void note_free(std::uint64_t allocated_at, std::uintptr_t address);
   served allocate_active(std::size_t rounded, std::size_t requested, StreamImpl& stream,
                          std::vector<std::shared_ptr<StreamImpl>>& waits);
   void after_period_found();
@@ -212,9 +213,16 @@ class iteration_plan {
   void settle();
   void restart_recording();
   [[nodiscard]] bool same_plan(const repeating_period& period) const;
+  /// Where a plan over the pools' memory puts its blocks: where the pools placed them last
+  /// period, when `addresses` names them and they fit (else, or_planned: where the planner says).
+  enum class placement : std::uint8_t { as_placed, or_planned };
+  /// Whether blocks at `addresses` lie in the pools' free memory, apart while alive together.
+  [[nodiscard]] bool fits_as_placed(const std::vector<cyclic_lifetime>& lifetimes,
+                                    const std::vector<std::uintptr_t>& addresses, std::uint64_t period);
   /// Plans `lifetimes` over memory the pools lend; false, having given it all back, when the
   /// pools cannot hold the plan within the slack.
   [[nodiscard]] bool plan_in_place(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
+                                   const std::vector<std::uintptr_t>& addresses, placement how,
                                    std::vector<std::size_t>& offsets);
   /// Plans `lifetimes` in one arena mapped for them; false when the device has no room.
   [[nodiscard]] bool plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,

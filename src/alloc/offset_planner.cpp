@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <utility>
 
@@ -233,6 +234,43 @@ std::size_t peak_live_bytes(std::span<const cyclic_lifetime> blocks, std::uint64
     if (at >= period) peak = std::max(peak, live);  // the second turn sees the wrapped lifetimes
   }
   return static_cast<std::size_t>(peak);
+}
+
+bool disjoint_in_use(std::span<const cyclic_lifetime> blocks, std::span<const std::size_t> offsets,
+                     std::uint64_t period) {
+  // Every instance alive in the second turn began in the first or the second: a sweep over two
+  // turns meets every pair of blocks alive together.
+  struct change {
+    std::uint64_t at;
+    bool begins;
+    std::size_t block;
+    bool operator<(const change& other) const noexcept {
+      return at != other.at ? at < other.at : begins < other.begins;  // ends first
+    }
+  };
+  std::vector<change> changes;
+  changes.reserve(blocks.size() * 4);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    for (const std::uint64_t turn : {std::uint64_t{0}, period}) {
+      changes.push_back({blocks[i].start + turn, true, i});
+      changes.push_back({blocks[i].start + blocks[i].length + turn, false, i});
+    }
+  }
+  std::sort(changes.begin(), changes.end());
+  std::map<std::size_t, std::size_t> live;  // offset -> end, of the blocks alive now
+  for (const change& c : changes) {
+    const std::size_t begin = offsets[c.block];
+    if (!c.begins) {
+      live.erase(begin);
+      continue;
+    }
+    const std::size_t end = begin + blocks[c.block].bytes;
+    const auto next = live.lower_bound(begin);
+    if (next != live.end() && next->first < end) return false;
+    if (next != live.begin() && std::prev(next)->second > begin) return false;
+    live.emplace_hint(next, begin, end);
+  }
+  return true;
 }
 
 }  // namespace streamsafe::detail

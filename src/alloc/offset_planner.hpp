@@ -35,6 +35,11 @@ struct offset_plan {
 /// Whether two lifetimes of a period overlap.
 [[nodiscard]] bool overlap_in_time(const cyclic_lifetime& a, const cyclic_lifetime& b, std::uint64_t period) noexcept;
 
+/// Whether no two of `blocks` placed at `offsets` (one each) share a byte while alive together:
+/// the check of a placement the planner did not make.
+[[nodiscard]] bool disjoint_in_use(std::span<const cyclic_lifetime> blocks, std::span<const std::size_t> offsets,
+                                   std::uint64_t period);
+
 /// The most bytes alive at one request of the period: no plan's footprint is below it.
 [[nodiscard]] std::size_t peak_live_bytes(std::span<const cyclic_lifetime> blocks, std::uint64_t period);
 

@@ -7,7 +7,7 @@ namespace streamsafe::detail {
 
 namespace {
 
-constexpr std::uint64_t window = 32;        // requests hashed together
+constexpr std::uint64_t window = repeat_detector::hashed_window;
 constexpr std::uint64_t sample_mask = 63;   // about one window in 64 is remembered
 constexpr std::uint64_t base = 0x100000001b3ull;
 
@@ -53,13 +53,15 @@ request repeat_detector::request_of(const logged& entry) const {
   return request{request_kind::alloc, entry.value, streams_[entry.stream], 0};
 }
 
-void repeat_detector::note_free(std::uint64_t sequence, std::uint64_t allocated_by, std::uint64_t device_calls) {
+void repeat_detector::note_free(std::uint64_t sequence, std::uint64_t allocated_by, std::uint64_t device_calls,
+                                std::uintptr_t address) {
   std::uint64_t distance = unknown_distance;
   std::int64_t delta = 0;
   if (logged_here(allocated_by) && sequence == next_) {
     logged& alloc = at(allocated_by);
     distance = sequence - allocated_by;
     alloc.freed_after = distance <= UINT32_MAX ? static_cast<std::uint32_t>(distance) : 0;
+    alloc.address = address;
     delta = -static_cast<std::int64_t>(alloc.value);
   }
   append(sequence, request{request_kind::free, 0, stream_id{}, distance}, delta, device_calls);
@@ -96,10 +98,14 @@ void repeat_detector::append(std::uint64_t sequence, const request& r, std::int6
   next_ = sequence + 1;
   const std::int64_t live = (log_.empty() ? 0 : log_.back().live_bytes) + live_delta;
   const bool alloc = r.kind == request_kind::alloc;
-  log_.push_back(logged{key_of(r), alloc ? r.bytes : r.distance, live, device_calls, 0, alloc ? stream_index(r.stream) : std::uint16_t{0},
+  log_.push_back(logged{0, alloc ? r.bytes : r.distance, live, device_calls, 0, alloc ? stream_index(r.stream) : std::uint16_t{0},
                         r.kind});
-  window_hash_ = window_hash_ * base + log_.back().key;
-  if (log_.size() > window) window_hash_ -= log_[log_.size() - 1 - window].key * base_to_window;
+  // The ring's slot holds the key of the request a window ago, which leaves the window now.
+  std::uint64_t& slot = window_keys_[log_.size() % window];
+  const std::uint64_t key = key_of(r);
+  window_hash_ = window_hash_ * base + key;
+  if (log_.size() > window) window_hash_ -= slot * base_to_window;
+  slot = key;
   if (period_ != 0) confirm(sequence);
   if (log_.size() >= window) look_for_period(sequence);
 }
@@ -145,11 +151,11 @@ void repeat_detector::confirm(std::uint64_t latest) {
   if (latest == start_at_) ready_ = true;
 }
 
-std::uint64_t repeat_detector::lifetime_of(std::uint64_t sequence) const {
+std::uint64_t repeat_detector::instance_with_lifetime(std::uint64_t sequence) const {
   for (const std::uint64_t instance : {sequence, sequence - period_}) {
     if (!logged_here(instance)) continue;
     const std::uint64_t after = at(instance).freed_after;
-    if (after != 0 && after < period_) return after;
+    if (after != 0 && after < period_) return instance;
   }
   return 0;
 }
@@ -159,9 +165,12 @@ repeating_period repeat_detector::cut_period() {
   const std::uint64_t first = start_at_ + 1 - period_;
   out.requests.reserve(period_);
   out.lifetimes.reserve(period_);
+  out.addresses.reserve(period_);
   for (std::uint64_t s = first; s <= start_at_; ++s) {
     out.requests.push_back(request_of(at(s)));
-    out.lifetimes.push_back(at(s).kind == request_kind::alloc ? lifetime_of(s) : 0);
+    const std::uint64_t instance = at(s).kind == request_kind::alloc ? instance_with_lifetime(s) : 0;
+    out.lifetimes.push_back(instance == 0 ? 0 : at(instance).freed_after);
+    out.addresses.push_back(instance == 0 ? 0 : at(instance).address);
   }
   out.device_calls = at(start_at_).device_calls - at(start_at_ - period_).device_calls;
   out.first_sequence = start_at_ + 1;

@@ -5,6 +5,7 @@
 // there (iteration_plan.hpp).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -37,6 +38,10 @@ struct repeating_period {
   /// For each request that is an allocation: how many requests later its free comes (its
   /// lifetime), or 0 when not known or not shorter than the period (such blocks are not planned).
   std::vector<std::uint64_t> lifetimes;
+  /// For each request with a lifetime: the address its block had in the instance the lifetime
+  /// was seen in (0 when its free named none), so a period the pools served can be planned where
+  /// they placed it.
+  std::vector<std::uintptr_t> addresses;
   std::uint64_t device_calls = 0;  // made during the last period seen
   std::uint64_t first_sequence = 0;  // the sequence number of requests[0] in the next period
 };
@@ -44,6 +49,8 @@ struct repeating_period {
 /// Not thread-safe: the caller serializes (a workload that interleaves threads does not repeat).
 class repeat_detector {
  public:
+  static constexpr std::size_t hashed_window = 32;  // requests hashed together, to find a period
+
   /// Keeps at most `capacity` requests (40 bytes each): a period of up to a third of it is found.
   explicit repeat_detector(std::size_t capacity = std::size_t{1} << 20);
 
@@ -51,9 +58,10 @@ class repeat_detector {
   /// starts the log over): an allocation of `bytes` (rounded) on `stream`. `device_calls`: the
   /// allocator's device calls so far.
   void note_alloc(std::uint64_t sequence, std::size_t bytes, stream_id stream, std::uint64_t device_calls);
-  /// Logs request number `sequence`: the free of the block allocated by request `allocated_by`
-  /// (0: one the caller did not number).
-  void note_free(std::uint64_t sequence, std::uint64_t allocated_by, std::uint64_t device_calls);
+  /// Logs request number `sequence`: the free of the block at `address` allocated by request
+  /// `allocated_by` (0: one the caller did not number).
+  void note_free(std::uint64_t sequence, std::uint64_t allocated_by, std::uint64_t device_calls,
+                 std::uintptr_t address = 0);
 
   /// After a note: the period, when the request just logged ends one at its point of least live
   /// memory and the period has been confirmed; once. The caller then either takes it (and starts
@@ -72,7 +80,7 @@ class repeat_detector {
 
  private:
   struct logged {
-    std::uint64_t key = 0;          // hash of the request
+    std::uintptr_t address = 0;     // allocs: the block's, once its free named it
     std::uint64_t value = 0;        // bytes of an alloc, distance of a free
     std::int64_t live_bytes = 0;    // live bytes of logged blocks after it
     std::uint64_t device_calls = 0;  // the allocator's, when it was logged
@@ -80,7 +88,7 @@ class repeat_detector {
     std::uint16_t stream = 0;       // allocs: index in streams_
     request_kind kind = request_kind::alloc;
     [[nodiscard]] bool same(const logged& other) const noexcept {
-      return key == other.key && value == other.value && kind == other.kind && stream == other.stream;
+      return value == other.value && kind == other.kind && stream == other.stream;
     }
   };
   [[nodiscard]] std::uint16_t stream_index(stream_id stream);
@@ -95,13 +103,16 @@ class repeat_detector {
     return sequence >= first_ && sequence < next_;
   }
   [[nodiscard]] repeating_period cut_period();
-  [[nodiscard]] std::uint64_t lifetime_of(std::uint64_t sequence) const;
+  /// The instance of the alloc at `sequence`, or of the one a period before, whose free came
+  /// within the period (0: neither's did).
+  [[nodiscard]] std::uint64_t instance_with_lifetime(std::uint64_t sequence) const;
 
   std::size_t capacity_;
   huge_page_array<logged> log_;
   std::uint64_t first_ = 0;  // sequence number of log_[0]
   std::uint64_t next_ = 0;   // expected next; 0 before the first
   std::uint64_t window_hash_ = 0;
+  std::array<std::uint64_t, hashed_window> window_keys_{};  // the keys of the window's requests, a ring
   std::unordered_map<std::uint64_t, std::uint64_t> windows_;  // sampled window hash -> first end
   std::vector<stream_id> streams_;  // the streams of logged allocations
   // The period being confirmed: 0 when none.

@@ -136,7 +136,7 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
       parts_->plan.deallocate(b.ptr);
     } else {
       parts_->pools.deallocate(b.ptr);
-      parts_->plan.pool_freed(b.sequence);
+      parts_->plan.pool_freed(b.sequence, b.ptr);
     }
   }
   /// Runs one iteration; `at` (when set) is called after each request with its index.
@@ -156,6 +156,27 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
   }
   std::vector<live_block> iterate(const std::vector<step>& steps) {
     return iterate(steps, [](std::size_t, bool) {});
+  }
+  /// Runs one iteration whose requests the pools would serve at `base + placed[j]` (as pools in
+  /// a steady state, the same place every time); no byte is touched.
+  std::vector<live_block> iterate_placed(const std::vector<step>& steps, std::uintptr_t base,
+                                         const std::vector<std::size_t>& placed) {
+    std::vector<live_block> blocks(steps.size());
+    for (std::size_t j = 0; j < steps.size(); ++j) {
+      if (steps[j].bytes == 0) {
+        const live_block& b = blocks[steps[j].frees];
+        if (b.planned) {
+          parts_->plan.deallocate(b.ptr);
+        } else {
+          parts_->plan.pool_freed(b.sequence, b.ptr);
+        }
+        continue;
+      }
+      const iteration_plan::served s = parts_->plan.allocate(steps[j].bytes, steps[j].bytes, stream(steps[j].stream).impl());
+      blocks[j] = {s.ptr, s.ptr != nullptr, s.sequence, steps[j].bytes};
+      if (s.ptr == nullptr) blocks[j].ptr = reinterpret_cast<void*>(base + placed[j]);
+    }
+    return blocks;
   }
   /// Iterations until the plan serves: it must, by the third.
   /// Then `served` more periods from the plan: from the third period it serves, each block's
@@ -408,6 +429,47 @@ TEST_P(PlanFixture, ASettledPeriodStartsAPlanInLentMemory) {
   EXPECT_EQ(parts_->host.reserved, 0) << "no arena mapped";
 }
 
+TEST_P(PlanFixture, ASettledPeriodIsPlannedWhereThePoolsPlacedIt) {
+  // The pools served the loop from memory they then lend: the plan keeps their places (the
+  // planner would start the 4 MiB block at the range's first byte) and plans nothing.
+  parts_->host.settled = true;
+  const std::uintptr_t base = lend_from_late(16 * mib);
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {1 * mib, 0, 0}, {0, 0, 0}, {0, 0, 1}});
+  std::vector<std::size_t> placed(steps.size(), 12 * mib);  // the fillers, one after another
+  placed[steps.size() - 4] = 8 * mib;
+  placed[steps.size() - 3] = 3 * mib;
+  for (int i = 0; i < 3; ++i) iterate_placed(steps, base, placed);
+  ASSERT_EQ(plan_stats().num_plan_activations, 1u);
+  const std::vector<live_block> blocks = iterate_placed(steps, base, placed);
+  EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+  for (std::size_t j = 0; j < steps.size(); ++j) {
+    if (steps[j].bytes == 0) continue;
+    ASSERT_TRUE(blocks[j].planned) << "request " << j;
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(blocks[j].ptr), base + placed[j]) << "request " << j;
+  }
+}
+
+TEST_P(PlanFixture, ASettledPeriodWhosePlacesOverlapIsPlannedAfresh) {
+  // Blocks alive together at overlapping places (as when a block that outlives the period's end
+  // had its place in the instance before): the planner places them apart, and the plan holds.
+  parts_->host.settled = true;
+  const std::uintptr_t base = lend_from_late(16 * mib);
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {4 * mib, 0, 0}, {0, 0, 0}, {0, 0, 1}});
+  std::vector<std::size_t> placed(steps.size(), 12 * mib);
+  placed[steps.size() - 4] = 2 * mib;
+  placed[steps.size() - 3] = 4 * mib;  // shares [4, 6) MiB with the first while both live
+  for (int i = 0; i < 3; ++i) iterate_placed(steps, base, placed);
+  ASSERT_EQ(plan_stats().num_plan_activations, 1u);
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<live_block> blocks = iterate_placed(steps, base, placed);
+    const auto first = reinterpret_cast<std::uintptr_t>(blocks[steps.size() - 4].ptr);
+    const auto second = reinterpret_cast<std::uintptr_t>(blocks[steps.size() - 3].ptr);
+    ASSERT_TRUE(blocks[steps.size() - 4].planned && blocks[steps.size() - 3].planned) << "iteration " << i;
+    EXPECT_TRUE(first + 4 * mib <= second || second + 4 * mib <= first) << "two live blocks share bytes";
+  }
+  EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+}
+
 TEST_P(PlanFixture, ASettledPeriodWhosePlanDerailsAtOnceIsNotPlannedAgain) {
   parts_->host.settled = true;
   lend_from_late(16 * mib);
@@ -609,11 +671,12 @@ void variable_loop(caching_allocator& alloc, StreamRef stream) {
 /// A loop of the same 200 blocks every iteration, each freed a few requests after it was made,
 /// of up to `most_bytes` each. With `recorded`, the first block is also used there (record_stream).
 void fixed_loop(caching_allocator& alloc, StreamRef stream, const Stream* recorded = nullptr,
-                std::size_t most_bytes = 2 * mib) {
+                std::size_t most_bytes = 2 * mib, std::vector<std::uintptr_t>* addresses = nullptr) {
   std::mt19937 rng(8);
   std::vector<void*> held;
   for (int i = 0; i < 200; ++i) {
     held.push_back(alloc.allocate(512 * (1 + rng() % (most_bytes / 512)), stream));
+    if (addresses != nullptr) addresses->push_back(reinterpret_cast<std::uintptr_t>(held.back()));
     if (i == 0 && recorded != nullptr) alloc.record_stream(held.back(), *recorded);
     if (held.size() > 4) {
       alloc.deallocate(held.front());
@@ -653,28 +716,70 @@ TEST(RepeatPlanInTheAllocator, ALoopWhoseHolesMoveStopsCallingTheDeviceAndShowsI
 }
 
 
-TEST(RepeatPlanInTheAllocator, ALoopThePoolsServeWithoutCallsIsPlannedOnAThreadAndStartsInTheirMemory) {
+TEST(RepeatPlanInTheAllocator, ALoopThePoolsServeWithoutCallsIsHeldWhereTheyPlacedItWithNothingToPlan) {
   const Device device = testing::make_device(test_backend::sim_deterministic, 1, 512 * mib);
   Stream stream(device);
   // Blocks of up to 32 KiB, which the pools serve from their first chunk without a call after
   // the first pass; a slack that holds that chunk against the few bytes live.
   constexpr std::size_t most = 32 * kib;
+  for (const bool background : {false, true}) {
+    SCOPED_TRACE(background ? "planning on a thread" : "planning at once");
+    caching_allocator alloc(device, allocator_options{.plan_in_background = background, .remap_slack_percent = 10000});
+    std::vector<std::uintptr_t> placed;  // the pools' addresses in the last pass they served
+    for (int pass = 0; pass < 3; ++pass) {
+      std::vector<std::uintptr_t> addresses;
+      fixed_loop(alloc, stream, nullptr, most, &addresses);
+      if (alloc.stats().num_plan_activations != 0) break;
+      placed = std::move(addresses);
+    }
+    ASSERT_EQ(alloc.stats().num_plan_activations, 1u) << "a period seen twice starts its plan in the third pass";
+    const allocator_stats before = alloc.stats();
+    std::vector<std::uintptr_t> served;
+    fixed_loop(alloc, stream, nullptr, most, &served);
+    const allocator_stats s = alloc.stats();
+    EXPECT_EQ(s.device_calls.total(), before.device_calls.total());
+    EXPECT_EQ(s.num_plan_derailments, 0u);
+    EXPECT_EQ(s.num_planned_allocations - before.num_planned_allocations, served.size())
+        << "every block of the loop is the plan's";
+    EXPECT_EQ(served, placed) << "the plan moved blocks the pools had placed";
+    EXPECT_NE(alloc.snapshot_json().find("\"lent\":true"), std::string::npos) << "planned in the pools' memory";
+  }
+}
+
+/// A loop of short-lived blocks between a large one that lives through the pass and a small one
+/// carried into the next, freed there just before its successor is made (so the pools give the
+/// successor its bytes): the small one outlives the period's end.
+void carrying_loop(caching_allocator& alloc, StreamRef stream, void*& carried) {
+  std::mt19937 rng(8);
+  void* large = alloc.allocate(1 * mib, stream);
+  for (int i = 0; i < 100; ++i) alloc.deallocate(alloc.allocate(512 * (1 + rng() % 64), stream));
+  if (carried != nullptr) alloc.deallocate(carried);
+  carried = alloc.allocate(64 * kib, stream);
+  alloc.deallocate(large);
+}
+
+TEST(RepeatPlanInTheAllocator, ALoopThePoolsServeWithoutCallsButCannotBeHeldWhereTheyPlacedItIsPlannedOnAThread) {
+  // Where the pools placed the carried block in the pass before, its successor lies now, live:
+  // the period must be planned, and with plan_in_background on a thread, while the pools serve.
+  const Device device = testing::make_device(test_backend::sim_deterministic, 1, 512 * mib);
+  Stream stream(device);
   caching_allocator alloc(device, allocator_options{.plan_in_background = true, .remap_slack_percent = 10000});
-  for (int i = 0; i < 2; ++i) fixed_loop(alloc, stream, nullptr, most);
+  void* carried = nullptr;
+  for (int i = 0; i < 3; ++i) carrying_loop(alloc, stream, carried);  // the first frees no carried block
   const std::uint64_t settled_calls = alloc.stats().device_calls.total();
   int passes = 0;
   for (; passes < 2000 && alloc.stats().num_plan_activations == 0; ++passes) {
-    fixed_loop(alloc, stream, nullptr, most);
+    carrying_loop(alloc, stream, carried);
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   ASSERT_EQ(alloc.stats().num_plan_activations, 1u) << "not planned in " << passes << " passes";
   EXPECT_GE(passes, 2) << "the plan started in the pass that found the period: planned at once, not on a thread";
-  fixed_loop(alloc, stream, nullptr, most);
+  carrying_loop(alloc, stream, carried);
   const allocator_stats s = alloc.stats();
   EXPECT_EQ(s.device_calls.total(), settled_calls) << "the pools called the device while the job planned, or the plan did";
   EXPECT_EQ(s.num_plan_derailments, 0u);
   EXPECT_GT(s.num_planned_allocations, 0u);
-  EXPECT_NE(alloc.snapshot_json().find("\"lent\":true"), std::string::npos) << "planned in the pools' memory";
+  alloc.deallocate(carried);
 }
 
 TEST(RepeatPlanInTheAllocator, EmptyCacheGivesBackWhatThePoolsLentThePlan) {

@@ -34,7 +34,11 @@ class feeder {
     d_.note_alloc(++seq_, bytes, stream_id{stream}, calls);
     return seq_;
   }
-  void free(std::uint64_t allocated_at) { d_.note_free(++seq_, allocated_at, calls); }
+  /// Frees the block of request `allocated_at`, which lay at `address_of(allocated_at)`.
+  void free(std::uint64_t allocated_at) { d_.note_free(++seq_, allocated_at, calls, address_of(allocated_at)); }
+  /// A pool's placement: the same block of every iteration at the same address.
+  [[nodiscard]] std::uintptr_t address_of(std::uint64_t sequence) const { return 0x100000 + 512 * (sequence % period_hint); }
+  std::uint64_t period_hint = 1;
   /// Runs one iteration; the period if the detector gave one at any request.
   std::optional<repeating_period> iteration(const loop_shape& shape) {
     std::optional<repeating_period> found;
@@ -86,6 +90,27 @@ TEST(RepeatDetector, FindsTheIterationOfALoopAndStartsItWhereNothingIsLive) {
   }
   EXPECT_EQ(planned, shape.sizes.size() * 2);
   EXPECT_EQ(found->first_sequence, 2 * per_iteration + 1);
+}
+
+TEST(RepeatDetector, NamesWhereEachBlockOfThePeriodLayWhenItsLifetimeWasSeen) {
+  repeat_detector detector;
+  feeder feed(detector);
+  const loop_shape shape = random_loop(6, 150);
+  feed.period_hint = shape.sizes.size() * 4;  // requests per iteration: the same block, the same address
+  feed.iteration(shape);
+  std::optional<repeating_period> found = feed.iteration(shape);
+  if (!found) found = feed.iteration(shape);
+  ASSERT_TRUE(found.has_value());
+  ASSERT_EQ(found->addresses.size(), found->requests.size());
+  for (std::size_t t = 0; t < found->requests.size(); ++t) {
+    if (found->lifetimes[t] == 0) {
+      EXPECT_EQ(found->addresses[t], 0u) << "request " << t;
+      continue;
+    }
+    // Every sequence number of one phase is the same modulo the period: one address.
+    const std::uint64_t sequence = found->first_sequence - found->requests.size() + t;
+    EXPECT_EQ(found->addresses[t], feed.address_of(sequence)) << "request " << t;
+  }
 }
 
 TEST(RepeatDetector, CountsTheDeviceCallsOfTheLastPeriodOnly) {
@@ -190,6 +215,23 @@ TEST(OffsetPlanner, DenseLifetimesNeverShareBytesEither) {
     }
     EXPECT_GE(plan.footprint, peak_live_bytes(blocks, period));
   }
+}
+
+TEST(OffsetPlanner, APlacementIsDisjointOnlyWhenNoTwoBlocksAliveTogetherShareBytes) {
+  const std::uint64_t period = 100;
+  const std::vector<cyclic_lifetime> blocks{{1024, 10, 20}, {1024, 40, 20}, {1024, 90, 20}};
+  // The first two never live together: they may share bytes. The third runs from 90 into the
+  // next period until 10, where the first begins: apart in time too.
+  EXPECT_TRUE(disjoint_in_use(blocks, std::vector<std::size_t>{0, 0, 0}, period));
+  const std::vector<cyclic_lifetime> wrapping{{1024, 10, 20}, {1024, 90, 30}};  // alive together from 10 to 20
+  EXPECT_FALSE(disjoint_in_use(wrapping, std::vector<std::size_t>{0, 512}, period)) << "half a block shared";
+  EXPECT_FALSE(disjoint_in_use(wrapping, std::vector<std::size_t>{512, 0}, period)) << "either way round";
+  EXPECT_TRUE(disjoint_in_use(wrapping, std::vector<std::size_t>{0, 1024}, period));
+  std::mt19937 rng(5);
+  std::vector<cyclic_lifetime> random;
+  for (int i = 0; i < 600; ++i) random.push_back({512 * (1 + rng() % 64), rng() % 3000, 1 + rng() % 900});
+  const offset_plan plan = plan_offsets(random, 3000);
+  EXPECT_TRUE(disjoint_in_use(random, plan.offsets, 3000)) << "the planner's own placement";
 }
 
 TEST(OffsetPlanner, LifetimesWrapAroundThePeriodsEnd) {
