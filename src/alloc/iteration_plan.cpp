@@ -145,8 +145,7 @@ bool iteration_plan::begin_with(const request& next) {
     detector_.reject();
     return false;
   }
-  detector_.restart();
-  activate(std::move(period));
+  activate(std::move(period));  // the log pauses: resume_recording may go on with it
   return true;
 }
 
@@ -166,6 +165,35 @@ void iteration_plan::log_free(std::uint64_t allocated_at, std::uintptr_t address
 
 void iteration_plan::restart_recording() {
   detector_.restart();
+  found_.reset();
+  phase_.store(phase::recording, std::memory_order_release);
+}
+
+std::uintptr_t iteration_plan::planned_address(std::uint64_t allocated_at) const {
+  if (allocated_at < book_.first_sequence || blocks_.empty()) return 0;
+  const std::size_t index = book_.block_at[(allocated_at - book_.first_sequence) % book_.requests.size()];
+  return index == unplanned ? 0 : blocks_[index].address;
+}
+
+void iteration_plan::resume_recording() {
+  const std::uint64_t first = book_.first_sequence;
+  if (book_.requests.empty() || !detector_.continues_at(first) || sequence_ + 1 - first > book_.requests.size()) {
+    restart_recording();
+    return;
+  }
+  // Every request since the period began was the period's own, in order: logged now, as if the
+  // log had never paused.
+  const std::uint64_t calls = host_.device_calls();
+  for (std::uint64_t s = first; s <= sequence_; ++s) {
+    const request& r = book_.requests[s - first];
+    if (r.kind == request_kind::alloc) {
+      detector_.note_alloc(s, r.bytes, r.stream, calls);
+    } else {
+      const std::uint64_t by = r.distance == unknown_distance ? 0 : s - r.distance;
+      detector_.note_free(s, by, calls, planned_address(by));
+    }
+    if (detector_.take_period()) detector_.reject();  // it would begin with a request already served
+  }
   found_.reset();
   phase_.store(phase::recording, std::memory_order_release);
 }
@@ -319,19 +347,24 @@ void iteration_plan::drop_job() {
   job_attempts_ = 0;
 }
 
-void iteration_plan::abandon_job() {
+void iteration_plan::abandon_job(bool disturbed) {
   drop_job();
+  if (disturbed) {
+    restart_recording();
+  } else {
+    resume_recording();
+  }
   book_ = {};
-  restart_recording();
 }
 
 iteration_plan::follow iteration_plan::follow_period(const request& next) {
   const std::size_t at = expected_phase();
-  if (take_disturbed() || next != book_.requests[at]) {
+  const bool disturbed = take_disturbed();
+  if (disturbed || next != book_.requests[at]) {
     // Given up before the period came round once: a stretch of a longer period, taken for it
     // (as derail() judges a plan that ends so soon); not planned again.
     if (sequence_ + 1 - book_.first_sequence < book_.requests.size()) detector_.forbid(book_.requests.size());
-    abandon_job();
+    abandon_job(disturbed);
     return follow::off;
   }
   if (at != 0 || !job_->ready()) return follow::pools;
@@ -346,7 +379,7 @@ bool iteration_plan::install_job() {
     // The planner failed (out of host memory): the pools serve, as they did, and this length
     // is not planned again.
     detector_.forbid(book_.requests.size());
-    abandon_job();
+    abandon_job(false);
     return false;
   }
   const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
@@ -534,7 +567,7 @@ void iteration_plan::derail() {
   // A plan of a period the pools served without calls that ends before it came round once was
   // a stretch of a longer period: not worth planning again (the pools call nothing meanwhile).
   if (book_.settled && taken_since_activation_ < blocks_.size()) detector_.forbid(book_.requests.size());
-  restart_recording();
+  resume_recording();
   phase_.store(phase::derailed, std::memory_order_release);
   return_lent_if_unused();
 }

@@ -201,8 +201,8 @@ class iteration_plan {
   [[nodiscard]] bool install_job();
   /// Forgets the job (its thread, if running, finishes on its own).
   void drop_job();
-  /// drop_job, and the period is recorded again.
-  void abandon_job();
+  /// drop_job, and the period is recorded again (from scratch when `disturbed`: threads interleave).
+  void abandon_job(bool disturbed);
   /// The ranges of `lent` that `plan` uses become the arena, the rest go back; all go back when
   /// `plan` is null.
   void keep_used_ranges(const std::vector<lent_range>& lent, const std::vector<std::size_t>& ends,
@@ -212,6 +212,12 @@ class iteration_plan {
                   plan_book book);
   void settle();
   void restart_recording();
+  /// Once the period ended before it came round once (a plan derailed, a job given up): the
+  /// requests served since it began go into the log, which goes on, so that a longer period
+  /// begun before them is found without being recorded twice again; else the log starts over.
+  void resume_recording();
+  /// Where the plan placed the block allocated by request `allocated_at` (0: not a block of it).
+  [[nodiscard]] std::uintptr_t planned_address(std::uint64_t allocated_at) const;
   [[nodiscard]] bool same_plan(const repeating_period& period) const;
   /// Where a plan over the pools' memory puts its blocks: where the pools placed them last
   /// period, when `addresses` names them and they fit (else, or_planned: where the planner says).

@@ -113,8 +113,11 @@ void repeat_detector::append(std::uint64_t sequence, const request& r, std::int6
 void repeat_detector::look_for_period(std::uint64_t latest) {
   if ((mix(window_hash_) & sample_mask) != 0) return;
   const auto [it, fresh] = windows_.try_emplace(window_hash_, latest);
-  if (fresh || period_ != 0) return;
-  const std::uint64_t seen = std::exchange(it->second, latest);  // the next sighting compares with this one
+  if (fresh) return;
+  // The next sighting compares with this one, even while a period is confirmed: a stale
+  // sighting would propose a multiple of the period.
+  const std::uint64_t seen = std::exchange(it->second, latest);
+  if (period_ != 0) return;
   const std::uint64_t period = latest - seen;
   // A period explains the whole log: its first sighting is within a few periods of the log's
   // start (warm-up requests come first; a stretch that repeats inside a longer period, such as

@@ -77,6 +77,8 @@ class repeat_detector {
   /// Forgets everything (the workload changed, or threads interleave); the log starts again at
   /// the next request noted.
   void restart();
+  /// Whether request number `sequence` would go on with the log (not start it over).
+  [[nodiscard]] bool continues_at(std::uint64_t sequence) const noexcept { return next_ != 0 && sequence == next_; }
 
  private:
   struct logged {
