@@ -99,7 +99,9 @@ mutation_in alloc_repeat_plan_test plan-job-starts-over-other-memory "$plan" \
 mutation_in alloc_repeat_plan_test plan-background-option-ignored "$impl" \
   '                                             options_.plan_in_background);' '                                             false);'
 mutation_in alloc_repeat_plan_test plan-keeps-overlapping-places "$plan" \
-  '              disjoint_in_use(lifetimes, plan.offsets, period)) ||' '              true) ||'
+  '              places_apart(lifetimes, plan.offsets, period)) ||' '              true) ||'
+mutation_in alloc_repeat_plan_test plan-takes-bytes-an-occupant-holds "$plan" \
+  '    if (occupant(past->second.block).state != slot_state::free) return false;' ''
 mutation_in alloc_repeat_plan_test plan-job-given-up-is-proposed-again "$plan" \
   '    if (sequence_ + 1 - book_.first_sequence < book_.requests.size()) detector_.forbid(book_.requests.size());' ''
 mutation_in alloc_repeat_plan_test lent-block-back-before-plan-streams "$lending" \

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 #include "alloc/offset_planner.hpp"
@@ -48,6 +49,32 @@ bool offsets_as_placed(const std::vector<lent_range>& lent, const std::vector<st
     const std::size_t r = *std::prev(past);
     if (at + blocks[i].bytes > lent[r].address + lent[r].bytes) return false;
     offsets[i] = ends[r] - lent[r].bytes + (at - lent[r].address);
+  }
+  return true;
+}
+
+/// Whether blocks at the places the pools gave them (`offsets`, in the plan's offsets) may be
+/// kept: no two alive together share a byte. The places come from one instance of the period,
+/// where the pools kept blocks alive together apart, except for a block that outlives the
+/// period's end: its place is from the instance before, so it may meet blocks placed after that
+/// instance freed it, from its start to the period's end. Only those pairs are compared (every
+/// pair once more blocks outlive the end than a scan per block pays for).
+bool places_apart(const std::vector<cyclic_lifetime>& blocks, const std::vector<std::size_t>& offsets,
+                  std::uint64_t period) {
+  constexpr std::size_t most_scans = 64;
+  std::vector<std::size_t> outliving;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].start + blocks[i].length > period) outliving.push_back(i);
+  }
+  if (outliving.size() > most_scans) return disjoint_in_use(blocks, offsets, period);
+  for (const std::size_t w : outliving) {
+    const std::size_t begin = offsets[w];
+    const std::size_t end = begin + blocks[w].bytes;
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      const bool alive_then = blocks[i].start + blocks[i].length > blocks[w].start;  // every block ends after 0
+      const bool shares = offsets[i] < end && begin < offsets[i] + blocks[i].bytes;
+      if (i != w && alive_then && shares) return false;
+    }
   }
   return true;
 }
@@ -290,7 +317,7 @@ bool iteration_plan::fits_as_placed(const std::vector<cyclic_lifetime>& lifetime
   const std::vector<lent_range> view = host_.free_memory_view(max_ranges);
   std::vector<std::size_t> offsets;
   return offsets_as_placed(view, range_ends(view), lifetimes, addresses, offsets) &&
-         disjoint_in_use(lifetimes, offsets, period);
+         places_apart(lifetimes, offsets, period);
 }
 
 bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
@@ -304,7 +331,7 @@ bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes
   try {
     holds = !lent.empty() && host_.within_slack(peak_live_bytes(lifetimes, period)) &&
             ((!addresses.empty() && offsets_as_placed(lent, ends, lifetimes, addresses, plan.offsets) &&
-              disjoint_in_use(lifetimes, plan.offsets, period)) ||
+              places_apart(lifetimes, plan.offsets, period)) ||
              (how == placement::or_planned && (plan = plan_offsets(lifetimes, period, ends)).footprint <= total));
   } catch (...) {
     for (const lent_range& r : lent) host_.take_back(r, {});  // the plan never touched them
@@ -699,14 +726,17 @@ bool iteration_plan::occupy_tracked(std::size_t index, bool learn, std::vector<s
     for (const auto& r : before.recorded) add_unique(waits, r, stream);
     if (learned != nullptr && it->second.block != blocks_.size()) learned->push_back(static_cast<std::uint32_t>(it->second.block));
   }
-  std::vector<std::pair<std::size_t, occupied>> kept;  // the parts of the first and last outside
-  if (first != past && first->first < begin) kept.emplace_back(first->first, occupied{begin, first->second.block});
+  // The parts of the first and last occupants outside the block stay theirs.
+  std::optional<std::pair<std::size_t, occupied>> before_begin;
+  std::optional<std::pair<std::size_t, occupied>> after_end;
+  if (first != past && first->first < begin) before_begin.emplace(first->first, occupied{begin, first->second.block});
   if (first != past) {
     const auto last = std::prev(past);
-    if (last->second.end > end) kept.emplace_back(end, occupied{last->second.end, last->second.block});
+    if (last->second.end > end) after_end.emplace(end, occupied{last->second.end, last->second.block});
   }
   occupants_.erase(first, past);
-  for (const auto& [at, what] : kept) occupants_.emplace(at, what);
+  if (before_begin) occupants_.insert(*before_begin);
+  if (after_end) occupants_.insert(*after_end);
   occupants_.emplace(begin, occupied{end, index});
   return true;
 }

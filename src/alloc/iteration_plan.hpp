@@ -44,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory_resource>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -336,7 +337,9 @@ class iteration_plan {
   std::vector<arena_range> ranges_;  // in offset order
   std::size_t span_ = 0;             // offsets the ranges cover
   std::vector<planned_block> blocks_;
-  std::map<std::size_t, occupied> occupants_;  // arena offset -> the last block on [offset, end)
+  // Nodes come and go once per block taken: pooled, not each from the heap.
+  std::pmr::unsynchronized_pool_resource occupant_nodes_;
+  std::pmr::map<std::size_t, occupied> occupants_{&occupant_nodes_};  // arena offset -> the last block on [offset, end)
   // Each block is taken once per period, in period order, so from the second period after an
   // activation on, a block finds the same blocks on its bytes every time: learned in that
   // period (through occupants_, kept up to date until then), they serve every later one without

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <memory_resource>
 #include <numeric>
 #include <utility>
+
+#include "common/expects.hpp"
 
 namespace streamsafe::detail {
 
@@ -217,22 +220,25 @@ offset_plan plan_offsets(std::span<const cyclic_lifetime> blocks, std::uint64_t 
 }
 
 std::size_t peak_live_bytes(std::span<const cyclic_lifetime> blocks, std::uint64_t period) {
-  // Live bytes change only where a lifetime starts or ends: sweep those points over two turns.
-  std::vector<std::pair<std::uint64_t, std::int64_t>> changes;
-  changes.reserve(blocks.size() * 4);
+  // Live bytes change only where a lifetime starts or ends: a change per request of the period,
+  // and a lifetime that runs past the end is live from the start (its previous turn).
+  std::vector<std::int64_t> change(period + 1, 0);
+  std::int64_t live = 0;
   for (const cyclic_lifetime& b : blocks) {
-    for (const std::uint64_t turn : {std::uint64_t{0}, period}) {
-      changes.emplace_back(b.start + turn, static_cast<std::int64_t>(b.bytes));
-      changes.emplace_back(b.start + b.length + turn, -static_cast<std::int64_t>(b.bytes));
+    const auto bytes = static_cast<std::int64_t>(b.bytes);
+    SS_EXPECTS(b.start < period && b.length <= period, "peak_live_bytes: a lifetime from ", b.start, " for ",
+               b.length, " requests does not fit a period of ", period);
+    const std::uint64_t end = b.start + b.length;
+    change[b.start] += bytes;
+    if (end < period) {
+      change[end] -= bytes;
+    } else {
+      change[end - period] -= bytes;
+      live += bytes;
     }
   }
-  std::sort(changes.begin(), changes.end());  // at one point, ends (negative) before starts
-  std::int64_t live = 0;
   std::int64_t peak = 0;
-  for (const auto& [at, delta] : changes) {
-    live += delta;
-    if (at >= period) peak = std::max(peak, live);  // the second turn sees the wrapped lifetimes
-  }
+  for (std::uint64_t t = 0; t < period; ++t) peak = std::max(peak, live += change[t]);
   return static_cast<std::size_t>(peak);
 }
 
@@ -257,7 +263,9 @@ bool disjoint_in_use(std::span<const cyclic_lifetime> blocks, std::span<const st
     }
   }
   std::sort(changes.begin(), changes.end());
-  std::map<std::size_t, std::size_t> live;  // offset -> end, of the blocks alive now
+  // Nodes from one buffer, freed together: the sweep allocates and frees one per lifetime.
+  std::pmr::monotonic_buffer_resource nodes;
+  std::pmr::map<std::size_t, std::size_t> live(&nodes);  // offset -> end, of the blocks alive now
   for (const change& c : changes) {
     const std::size_t begin = offsets[c.block];
     if (!c.begins) {
