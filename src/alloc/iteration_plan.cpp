@@ -4,6 +4,7 @@
 #include <exception>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <utility>
 
 #include "alloc/offset_planner.hpp"
@@ -304,8 +305,9 @@ void iteration_plan::start_plan(const std::vector<cyclic_lifetime>& lifetimes, c
     blocks_[i].address = address_of(offsets[i]);
   }
   book_ = std::move(book);
+  index_cells();
   start_history();
-  predecessors_.assign(blocks_.size(), {});
+  predecessor_ids_.clear();
   index_starts();
   publish_ranges(ranges_);
   ++activations_;
@@ -374,24 +376,19 @@ void iteration_plan::drop_job() {
   job_attempts_ = 0;
 }
 
-void iteration_plan::abandon_job(bool disturbed) {
+void iteration_plan::abandon_job() {
   drop_job();
-  if (disturbed) {
-    restart_recording();
-  } else {
-    resume_recording();
-  }
   book_ = {};
+  restart_recording();
 }
 
 iteration_plan::follow iteration_plan::follow_period(const request& next) {
   const std::size_t at = expected_phase();
-  const bool disturbed = take_disturbed();
-  if (disturbed || next != book_.requests[at]) {
+  if (take_disturbed() || next != book_.requests[at]) {
     // Given up before the period came round once: a stretch of a longer period, taken for it
     // (as derail() judges a plan that ends so soon); not planned again.
     if (sequence_ + 1 - book_.first_sequence < book_.requests.size()) detector_.forbid(book_.requests.size());
-    abandon_job(disturbed);
+    abandon_job();
     return follow::off;
   }
   if (at != 0 || !job_->ready()) return follow::pools;
@@ -406,7 +403,7 @@ bool iteration_plan::install_job() {
     // The planner failed (out of host memory): the pools serve, as they did, and this length
     // is not planned again.
     detector_.forbid(book_.requests.size());
-    abandon_job(false);
+    abandon_job();
     return false;
   }
   const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
@@ -460,10 +457,9 @@ std::uintptr_t iteration_plan::address_of(std::size_t offset) const {
 
 void iteration_plan::start_history() {
   // The lenders' streams may still use the lent bytes: a block's first taking waits for them.
-  occupants_.clear();
   history_ = {};
   for (const arena_range& r : ranges_) remember_user(r.lender);
-  if (!history_.recorded.empty()) occupants_.emplace(0, occupied{span_, blocks_.size()});
+  occupancy_.reset(occupancy_.cells(), history_.recorded.empty() ? occupancy_tree::nobody : history_index());
   taken_since_activation_ = 0;
 }
 
@@ -568,8 +564,8 @@ void iteration_plan::tell_reuses() noexcept {
 
 void iteration_plan::forget_plan() {
   blocks_.clear();
-  occupants_.clear();
-  predecessors_.clear();
+  occupancy_.reset(0, occupancy_tree::nobody);
+  predecessor_ids_.clear();
   starts_.clear();
   live_at_.clear();
   history_ = {};
@@ -651,6 +647,25 @@ void iteration_plan::vacate(planned_block& b) {
   stats_.active.remove(1);
 }
 
+void iteration_plan::index_cells() {
+  std::vector<std::size_t> edges;  // every block's first byte and the byte past its last
+  edges.reserve(2 * blocks_.size());
+  for (const planned_block& b : blocks_) {
+    edges.push_back(b.offset);
+    edges.push_back(b.offset + b.bytes);
+  }
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  const auto cell_at = [&edges](std::size_t offset) {
+    return static_cast<std::uint32_t>(std::lower_bound(edges.begin(), edges.end(), offset) - edges.begin());
+  };
+  for (planned_block& b : blocks_) {
+    b.first_cell = cell_at(b.offset);
+    b.end_cell = cell_at(b.offset + b.bytes);
+  }
+  occupancy_.reset(edges.empty() ? 0 : edges.size() - 1, occupancy_tree::nobody);
+}
+
 void iteration_plan::index_starts() {
   starts_.clear();
   for (const planned_block& b : blocks_) starts_.push_back(b.address);
@@ -670,8 +685,7 @@ void iteration_plan::forget_occupants() {
     remember_user(b.stream);
     for (const auto& r : b.recorded) remember_user(r);
   }
-  occupants_.clear();
-  occupants_.emplace(0, occupied{span_, blocks_.size()});
+  occupancy_.reset(occupancy_.cells(), history_index());
   taken_since_activation_ = 0;
 }
 
@@ -679,6 +693,7 @@ bool iteration_plan::occupy(std::size_t index, StreamImpl& stream, std::vector<s
   if (blocks_[index].state != slot_state::free) return false;
   const std::uint64_t period = blocks_.size();
   const bool known = taken_since_activation_ >= 2 * period;
+  if (taken_since_activation_ == period) predecessor_ids_.clear();  // the period that learns them begins
   const bool taken = known ? occupy_known(index, waits, stream)
                            : occupy_tracked(index, taken_since_activation_ >= period, waits, stream);
   if (!taken) return false;
@@ -693,7 +708,8 @@ bool iteration_plan::occupy(std::size_t index, StreamImpl& stream, std::vector<s
 
 bool iteration_plan::occupy_known(std::size_t index, std::vector<std::shared_ptr<StreamImpl>>& waits,
                                   const StreamImpl& stream) const {
-  const std::vector<std::uint32_t>& before = predecessors_[index];
+  const planned_block& b = blocks_[index];
+  const std::span<const std::uint32_t> before(predecessor_ids_.data() + b.first_predecessor, b.predecessor_count);
   for (const std::uint32_t p : before) {
     if (blocks_[p].state != slot_state::free) return false;
   }
@@ -706,38 +722,30 @@ bool iteration_plan::occupy_known(std::size_t index, std::vector<std::shared_ptr
 
 bool iteration_plan::occupy_tracked(std::size_t index, bool learn, std::vector<std::shared_ptr<StreamImpl>>& waits,
                                     const StreamImpl& stream) {
-  const planned_block& b = blocks_[index];
-  const std::size_t begin = b.offset;
-  const std::size_t end = b.offset + b.bytes;
-  const auto occupant = [this](std::size_t block) -> const planned_block& {
-    return block == blocks_.size() ? history_ : blocks_[block];
+  planned_block& b = blocks_[index];
+  const auto occupant = [this](std::uint32_t block) -> const planned_block& {
+    return block == history_index() ? history_ : blocks_[block];
   };
-  auto first = occupants_.upper_bound(begin);
-  if (first != occupants_.begin() && std::prev(first)->second.end > begin) --first;
-  auto past = first;
-  for (; past != occupants_.end() && past->first < end; ++past) {
-    if (occupant(past->second.block).state != slot_state::free) return false;
-  }
-  std::vector<std::uint32_t>* learned = learn ? &predecessors_[index] : nullptr;
-  if (learned != nullptr) learned->clear();
-  for (auto it = first; it != past; ++it) {
-    const planned_block& before = occupant(it->second.block);
+  bool held = false;
+  occupancy_.for_each_holder(b.first_cell, b.end_cell, [&](std::uint32_t holder) {
+    held = held || occupant(holder).state != slot_state::free;
+  });
+  if (held) return false;
+  const auto first = static_cast<std::uint32_t>(predecessor_ids_.size());
+  occupancy_.for_each_holder(b.first_cell, b.end_cell, [&](std::uint32_t holder) {
+    const planned_block& before = occupant(holder);
     add_unique(waits, before.stream, stream);
     for (const auto& r : before.recorded) add_unique(waits, r, stream);
-    if (learned != nullptr && it->second.block != blocks_.size()) learned->push_back(static_cast<std::uint32_t>(it->second.block));
+    if (learn && holder != history_index() &&
+        std::find(predecessor_ids_.begin() + first, predecessor_ids_.end(), holder) == predecessor_ids_.end()) {
+      predecessor_ids_.push_back(holder);
+    }
+  });
+  if (learn) {
+    b.first_predecessor = first;
+    b.predecessor_count = static_cast<std::uint32_t>(predecessor_ids_.size()) - first;
   }
-  // The parts of the first and last occupants outside the block stay theirs.
-  std::optional<std::pair<std::size_t, occupied>> before_begin;
-  std::optional<std::pair<std::size_t, occupied>> after_end;
-  if (first != past && first->first < begin) before_begin.emplace(first->first, occupied{begin, first->second.block});
-  if (first != past) {
-    const auto last = std::prev(past);
-    if (last->second.end > end) after_end.emplace(end, occupied{last->second.end, last->second.block});
-  }
-  occupants_.erase(first, past);
-  if (before_begin) occupants_.insert(*before_begin);
-  if (after_end) occupants_.insert(*after_end);
-  occupants_.emplace(begin, occupied{end, index});
+  occupancy_.take(b.first_cell, b.end_cell, static_cast<std::uint32_t>(index));
   return true;
 }
 

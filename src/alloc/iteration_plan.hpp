@@ -43,14 +43,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <memory_resource>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
 
 #include "alloc/memory_source.hpp"
+#include "alloc/occupancy_tree.hpp"
 #include "alloc/offset_planner.hpp"
 #include "alloc/planning_job.hpp"
 #include "alloc/repeat_detector.hpp"
@@ -152,13 +151,13 @@ class iteration_plan {
     std::size_t requested = 0;
     slot_state state = slot_state::free;
     std::uint32_t start_slot = 0;  // in starts_
+    std::uint32_t first_cell = 0;  // its bytes' cells in occupancy_: [first_cell, end_cell)
+    std::uint32_t end_cell = 0;
+    std::uint32_t first_predecessor = 0;  // its predecessors in predecessor_ids_, once learned
+    std::uint32_t predecessor_count = 0;
     std::uint64_t allocated_at = 0;  // sequence number of the live instance
     std::shared_ptr<StreamImpl> stream;                  // of the last instance
     std::vector<std::shared_ptr<StreamImpl>> recorded;   // of the last instance
-  };
-  struct occupied {
-    std::size_t end = 0;
-    std::size_t block = 0;
   };
   struct plan_book {
     std::vector<request> requests;        // one period, from phase 0
@@ -202,8 +201,8 @@ class iteration_plan {
   [[nodiscard]] bool install_job();
   /// Forgets the job (its thread, if running, finishes on its own).
   void drop_job();
-  /// drop_job, and the period is recorded again (from scratch when `disturbed`: threads interleave).
-  void abandon_job(bool disturbed);
+  /// drop_job, and the period is recorded again.
+  void abandon_job();
   /// The ranges of `lent` that `plan` uses become the arena, the rest go back; all go back when
   /// `plan` is null.
   void keep_used_ranges(const std::vector<lent_range>& lent, const std::vector<std::size_t>& ends,
@@ -213,8 +212,8 @@ class iteration_plan {
                   plan_book book);
   void settle();
   void restart_recording();
-  /// Once the period ended before it came round once (a plan derailed, a job given up): the
-  /// requests served since it began go into the log, which goes on, so that a longer period
+  /// Once a plan derailed before its period came round once: the requests it served since the
+  /// period began go into the log, which goes on, so that a longer period
   /// begun before them is found without being recorded twice again; else the log starts over.
   void resume_recording();
   /// Where the plan placed the block allocated by request `allocated_at` (0: not a block of it).
@@ -280,6 +279,10 @@ class iteration_plan {
   /// first taking of bytes waits for every stream that used the arena.
   void forget_occupants();
   void index_starts();
+  /// Cuts the arena's bytes into cells at the blocks' edges, for occupancy_.
+  void index_cells();
+  /// The holder that stands for the arena's earlier users in occupancy_ and the lists.
+  [[nodiscard]] std::uint32_t history_index() const noexcept { return static_cast<std::uint32_t>(blocks_.size()); }
   /// A block's slot becomes live, or free again, in the books. Caller holds mutex_.
   void occupy_slot(planned_block& b);
   void vacate(planned_block& b);
@@ -337,14 +340,13 @@ class iteration_plan {
   std::vector<arena_range> ranges_;  // in offset order
   std::size_t span_ = 0;             // offsets the ranges cover
   std::vector<planned_block> blocks_;
-  // Nodes come and go once per block taken: pooled, not each from the heap.
-  std::pmr::unsynchronized_pool_resource occupant_nodes_;
-  std::pmr::map<std::size_t, occupied> occupants_{&occupant_nodes_};  // arena offset -> the last block on [offset, end)
+  occupancy_tree occupancy_;  // the last block on each cell; history_index(): the arena's earlier users
   // Each block is taken once per period, in period order, so from the second period after an
   // activation on, a block finds the same blocks on its bytes every time: learned in that
-  // period (through occupants_, kept up to date until then), they serve every later one without
-  // the map. A block past the last index (`history_`) stands for the arena's earlier users.
-  std::vector<std::vector<std::uint32_t>> predecessors_;
+  // period (through occupancy_, kept up to date until then), they serve every later one without
+  // the tree, one list after another in the order they were learned. A block past the last
+  // index (`history_`) stands for the arena's earlier users.
+  std::vector<std::uint32_t> predecessor_ids_;
   std::uint64_t taken_since_activation_ = 0;
   planned_block history_;
   // The blocks' distinct addresses, sorted, and for each the block live there (blocks live

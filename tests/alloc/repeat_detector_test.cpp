@@ -1,13 +1,16 @@
-// The repeat detector finds a workload's period and the point of least live memory in it, and
-// the offset planner packs a period's blocks without two live ones sharing bytes.
+// The repeat detector finds a workload's period and the point of least live memory in it, the
+// offset planner packs a period's blocks without two live ones sharing bytes, and the occupancy
+// tree names who held a block's bytes before it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <random>
 #include <span>
 #include <vector>
 
+#include "alloc/occupancy_tree.hpp"
 #include "alloc/offset_planner.hpp"
 #include "alloc/repeat_detector.hpp"
 
@@ -267,6 +270,33 @@ TEST(OffsetPlanner, NoBlockStraddlesABoundaryBetweenRanges) {
   const std::vector<cyclic_lifetime> pair{{2560, 0, 10}, {1024, 0, 10}};
   EXPECT_EQ(plan_offsets(pair, 20).offsets[1], 2560u);
   EXPECT_EQ(plan_offsets(pair, 20, ends).offsets[1], 3072u);
+}
+
+TEST(OccupancyTree, NamesEveryHolderOfARangeAsACellByCellRecordWould) {
+  std::mt19937 rng(3);
+  constexpr std::uint32_t cells = 300;
+  constexpr std::uint32_t history = 1000;
+  occupancy_tree tree;
+  tree.reset(cells, history);
+  std::vector<std::uint32_t> truth(cells, history);
+  for (std::uint32_t holder = 0; holder < 5000; ++holder) {
+    const std::uint32_t begin = rng() % cells;
+    const std::uint32_t end = begin + 1 + rng() % std::min<std::uint32_t>(40, cells - begin);
+    std::vector<std::uint32_t> seen;
+    tree.for_each_holder(begin, end, [&seen](std::uint32_t h) { seen.push_back(h); });
+    std::vector<std::uint32_t> expected(truth.begin() + begin, truth.begin() + end);
+    for (auto* v : {&seen, &expected}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
+    ASSERT_EQ(seen, expected) << "cells [" << begin << ", " << end << ") before holder " << holder;
+    tree.take(begin, end, holder);
+    std::fill(truth.begin() + begin, truth.begin() + end, holder);
+  }
+  tree.reset(cells, occupancy_tree::nobody);
+  bool any = false;
+  tree.for_each_holder(0, cells, [&any](std::uint32_t) { any = true; });
+  EXPECT_FALSE(any) << "nobody is no holder";
 }
 
 }  // namespace

@@ -1,0 +1,53 @@
+// Which block last took each stretch of an arena whose blocks have fixed offsets (the repeat
+// plan's, iteration_plan.hpp): the bytes are cut into cells at every block's first and last
+// byte, and a segment tree over the cells keeps, for each node, the one holder of all its cells,
+// if they have one. Taking a block's cells and listing who held them before cost
+// O((k + 1) log n) for k holders, with no allocation once sized: the plan follows its blocks'
+// occupants this way in the first periods it serves.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace streamsafe::detail {
+
+class occupancy_tree {
+ public:
+  static constexpr std::uint32_t nobody = ~std::uint32_t{0};
+
+  /// `cells` cells, each held by `holder` (nobody: none is).
+  void reset(std::size_t cells, std::uint32_t holder);
+  /// Calls `visit(holder)` for the holders of cells [begin, end), nobody left out; a holder of
+  /// cells apart from each other may be visited more than once.
+  template <typename Visit>
+  void for_each_holder(std::uint32_t begin, std::uint32_t end, Visit visit) const {
+    if (begin < end) visit_range(1, 0, cells_, begin, end, visit);
+  }
+  /// Cells [begin, end) are `holder`'s now.
+  void take(std::uint32_t begin, std::uint32_t end, std::uint32_t holder);
+  [[nodiscard]] std::size_t cells() const noexcept { return cells_; }
+
+ private:
+  static constexpr std::uint32_t mixed = nobody - 1;  // the node's cells have several holders
+
+  template <typename Visit>
+  void visit_range(std::size_t node, std::uint32_t low, std::uint32_t high, std::uint32_t begin, std::uint32_t end,
+                   Visit& visit) const {
+    if (end <= low || high <= begin) return;
+    if (const std::uint32_t holder = holder_[node]; holder != mixed) {
+      if (holder != nobody) visit(holder);
+      return;
+    }
+    const std::uint32_t middle = low + (high - low) / 2;
+    visit_range(2 * node, low, middle, begin, end, visit);
+    visit_range(2 * node + 1, middle, high, begin, end, visit);
+  }
+  void take_range(std::size_t node, std::uint32_t low, std::uint32_t high, std::uint32_t begin, std::uint32_t end,
+                  std::uint32_t holder);
+
+  std::uint32_t cells_ = 0;
+  std::vector<std::uint32_t> holder_;  // by node, the root at 1
+};
+
+}  // namespace streamsafe::detail
