@@ -893,5 +893,23 @@ TEST(RepeatPlanInTheAllocator, ATrainingLoopMakesNoDeviceCallAfterItsFirstPassAn
   EXPECT_LE(r.plan_arena_bytes, r.iterations[0].peak_reserved_bytes) << "the arena is the pools' memory";
 }
 
+TEST(RepeatPlanInTheAllocator, APlanOfAStretchThatDerailsKeepsTheLogSoTheLoopIsPlannedFromItsFourthPass) {
+  // GPT-2's first pass repeats a stretch of layers that looks like a period and is planned; its
+  // plan derails at the stretch's end. The requests it served go into the log, which goes on: the
+  // loop's own period, seen in passes 2 and 3, is planned from pass 4 instead of being recorded
+  // twice more.
+  const std::vector<trace_event> events = load_alloc_trace(STREAMSAFE_TRACES "/gpt2_train.alloc.csv.gz");
+  const Device device = testing::make_device(test_backend::sim_deterministic, 1, 16384 * mib);
+  const auto planned_after = [&](std::uint64_t passes) {
+    const replay_result r = replay_alloc_trace(events, device, allocator_options{}, replay_loop{.iterations = passes});
+    EXPECT_EQ(r.plan_derailments, 1u) << "the stretch's plan, and no other, derails";
+    return r.planned_allocations;
+  };
+  const std::uint64_t four = planned_after(4);
+  const std::uint64_t per_pass = planned_after(5) - four;
+  ASSERT_GT(per_pass, 0u) << "the loop is never planned";
+  EXPECT_GE(four, per_pass) << "pass 4 was not the plan's";
+}
+
 }  // namespace
 }  // namespace streamsafe
