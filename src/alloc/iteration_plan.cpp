@@ -59,7 +59,10 @@ bool offsets_as_placed(const std::vector<lent_range>& lent, const std::vector<st
 /// where the pools kept blocks alive together apart, except for a block that outlives the
 /// period's end: its place is from the instance before, so it may meet blocks placed after that
 /// instance freed it, from its start to the period's end. Only those pairs are compared (every
-/// pair once more blocks outlive the end than a scan per block pays for).
+/// pair once more blocks outlive the end than a scan per block pays for). Threads that make
+/// requests by turns without ever finding the plan's lock taken could log a free after the next
+/// allocation of its bytes; the plan's check of a block's bytes as it takes them (occupy) still
+/// refuses such a place, and the plan derails.
 bool places_apart(const std::vector<cyclic_lifetime>& blocks, const std::vector<std::size_t>& offsets,
                   std::uint64_t period) {
   constexpr std::size_t most_scans = 64;
@@ -173,6 +176,8 @@ bool iteration_plan::begin_with(const request& next) {
     detector_.reject();
     return false;
   }
+  detector_.drop_period();
+  calls_at_activation_ = host_.device_calls();
   activate(std::move(period));  // the log pauses: resume_recording may go on with it
   return true;
 }
@@ -210,8 +215,9 @@ void iteration_plan::resume_recording() {
     return;
   }
   // Every request since the period began was the period's own, in order: logged now, as if the
-  // log had never paused.
-  const std::uint64_t calls = host_.device_calls();
+  // log had never paused, each with the calls made before the plan began (so a period logged
+  // across them counts the calls made while the plan served).
+  const std::uint64_t calls = calls_at_activation_;
   for (std::uint64_t s = first; s <= sequence_; ++s) {
     const request& r = book_.requests[s - first];
     if (r.kind == request_kind::alloc) {
@@ -220,7 +226,7 @@ void iteration_plan::resume_recording() {
       const std::uint64_t by = r.distance == unknown_distance ? 0 : s - r.distance;
       detector_.note_free(s, by, calls, planned_address(by));
     }
-    if (detector_.take_period()) detector_.reject();  // it would begin with a request already served
+    if (detector_.take_period()) detector_.drop_period();  // it would begin with a request already served
   }
   found_.reset();
   phase_.store(phase::recording, std::memory_order_release);
@@ -414,6 +420,7 @@ bool iteration_plan::install_job() {
   if (holds) {
     const std::unique_ptr<planning_job> job = std::move(job_);  // keeps `done` alive
     drop_job();
+    book_.first_sequence = sequence_ + 1;  // the plan's first request: phase 0, as the period's
     try {
       start_plan(done->lifetimes, done->plan.offsets, std::move(book_));
     } catch (...) {

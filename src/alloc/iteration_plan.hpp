@@ -328,6 +328,7 @@ class iteration_plan {
   std::vector<reuse_notice> notices_;
   std::atomic<bool> notices_waiting_{false};
   std::uint64_t settled_calls_ = 0;
+  std::uint64_t calls_at_activation_ = 0;  // the host's device calls when the period last began
 
   mutable std::mutex mutex_;
   std::uint64_t sequence_ = 0;  // of the last request noted

@@ -73,6 +73,11 @@ void repeat_detector::reject() {
   ready_ = false;
 }
 
+void repeat_detector::drop_period() {
+  period_ = 0;
+  ready_ = false;
+}
+
 void repeat_detector::forbid(std::uint64_t length) {
   if (std::find(forbidden_.begin(), forbidden_.end(), length) == forbidden_.end()) forbidden_.push_back(length);
 }

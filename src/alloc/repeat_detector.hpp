@@ -70,6 +70,9 @@ class repeat_detector {
   /// The period last taken was not one (the repetition ended where it seemed to begin again, as
   /// a run of identical layers does): its length is not proposed again until restart.
   void reject();
+  /// The period last taken is being served (or was, and its requests are logged again): the
+  /// requests that follow are not checked against it, and the next sighting may propose another.
+  void drop_period();
   /// A plan of a period of `length` derailed before it came round once: that length is not
   /// proposed again, restart or not (a stretch repeating inside a longer period, taken for it).
   void forbid(std::uint64_t length);
