@@ -274,11 +274,14 @@ TEST(CollectorSampling, CollectsOnlyTheSampledStepsAndSaysSo) {
     EXPECT_EQ(usage_of(usage, workload.key(workload.copy_stream())).memcpys, 2u);
     EXPECT_EQ(usage_of(usage, workload.key(workload.compute_stream())).kernels, 2u);
     // Idle time is counted inside the two sampled windows only, not across the four steps
-    // between them (each of which took at least one kernel's time).
+    // between them (each of which took at least one kernel's time). The threaded sim runs on the
+    // host's clock, whose load stretches the sampled windows too: there only the steps' whole
+    // time is required to be left out, not half a step's work more.
     ASSERT_EQ(usage.devices.size(), 1u);
     const auto& d = usage.devices.front();
     EXPECT_GE(d.idle_us, 0);
-    EXPECT_LT(d.busy_us + d.idle_us, d.window_us() - d.busy_us / 2);
+    const double left_out = mode == sim_mode::deterministic ? d.busy_us / 2 : 0.0;
+    EXPECT_LT(d.busy_us + d.idle_us, d.window_us() - left_out);
   }
 }
 
