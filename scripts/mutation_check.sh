@@ -99,7 +99,7 @@ mutation_in alloc_repeat_plan_test plan-job-starts-over-other-memory "$plan" \
 mutation_in alloc_repeat_plan_test plan-background-option-ignored "$impl" \
   '                                             options_.plan_in_background);' '                                             false);'
 mutation_in alloc_repeat_plan_test plan-keeps-overlapping-places "$plan" \
-  '              places_apart(lifetimes, plan.offsets, period)) ||' '              true) ||'
+  '         places_apart(blocks, offsets, period);' '         true;'
 mutation_in alloc_repeat_plan_test plan-takes-bytes-an-occupant-holds "$plan" \
   '    held = held || occupant(holder).state != slot_state::free;' '    (void)holder;'
 mutation_in alloc_repeat_plan_test plan-job-given-up-is-proposed-again "$plan" \

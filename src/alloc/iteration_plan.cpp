@@ -83,6 +83,15 @@ bool places_apart(const std::vector<cyclic_lifetime>& blocks, const std::vector<
   return true;
 }
 
+/// Whether the blocks can be kept at `addresses` (none when empty) in the free memory `free`
+/// (whose ends are `ends`): their offsets there go to `offsets`.
+bool places_kept(const std::vector<lent_range>& free, const std::vector<std::size_t>& ends,
+                 const std::vector<cyclic_lifetime>& blocks, const std::vector<std::uintptr_t>& addresses,
+                 std::uint64_t period, std::vector<std::size_t>& offsets) {
+  return !addresses.empty() && offsets_as_placed(free, ends, blocks, addresses, offsets) &&
+         places_apart(blocks, offsets, period);
+}
+
 bool same_ranges(const std::vector<lent_range>& a, const std::vector<lent_range>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const lent_range& x, const lent_range& y) {
     return x.address == y.address && x.bytes == y.bytes && x.lender == y.lender;
@@ -324,8 +333,7 @@ bool iteration_plan::fits_as_placed(const std::vector<cyclic_lifetime>& lifetime
                                     const std::vector<std::uintptr_t>& addresses, std::uint64_t period) {
   const std::vector<lent_range> view = host_.free_memory_view(max_ranges);
   std::vector<std::size_t> offsets;
-  return offsets_as_placed(view, range_ends(view), lifetimes, addresses, offsets) &&
-         places_apart(lifetimes, offsets, period);
+  return places_kept(view, range_ends(view), lifetimes, addresses, period, offsets);
 }
 
 bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
@@ -338,8 +346,7 @@ bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes
   bool holds = false;
   try {
     holds = !lent.empty() && host_.within_slack(peak_live_bytes(lifetimes, period)) &&
-            ((!addresses.empty() && offsets_as_placed(lent, ends, lifetimes, addresses, plan.offsets) &&
-              places_apart(lifetimes, plan.offsets, period)) ||
+            (places_kept(lent, ends, lifetimes, addresses, period, plan.offsets) ||
              (how == placement::or_planned && (plan = plan_offsets(lifetimes, period, ends)).footprint <= total));
   } catch (...) {
     for (const lent_range& r : lent) host_.take_back(r, {});  // the plan never touched them

@@ -118,7 +118,7 @@ class repeat_detector {
   std::uint64_t next_ = 0;   // expected next; 0 before the first
   std::uint64_t window_hash_ = 0;
   std::array<std::uint64_t, hashed_window> window_keys_{};  // the keys of the window's requests, a ring
-  std::unordered_map<std::uint64_t, std::uint64_t> windows_;  // sampled window hash -> first end
+  std::unordered_map<std::uint64_t, std::uint64_t> windows_;  // sampled window hash -> the end of its last sighting
   std::vector<stream_id> streams_;  // the streams of logged allocations
   // The period being confirmed: 0 when none.
   std::uint64_t period_ = 0;
