@@ -104,6 +104,10 @@ mutation_in alloc_repeat_plan_test plan-takes-bytes-an-occupant-holds "$plan" \
   '    held = held || occupant(holder).state != slot_state::free;' '    (void)holder;'
 mutation_in alloc_repeat_plan_test plan-job-given-up-is-proposed-again "$plan" \
   '    if (sequence_ + 1 - book_.first_sequence < book_.requests.size()) detector_.forbid(book_.requests.size());' ''
+mutation_in alloc_repeat_plan_test:OffsetPlanner.* planner-sweep-misses-wrapping-lifetimes src/alloc/offset_planner.cpp \
+  '      if (next.second_turn) {' '      if (!next.second_turn) {'
+mutation_in alloc_repeat_plan_test:OffsetPlanner.* planner-sweep-ends-lifetimes-early src/alloc/offset_planner.cpp \
+  '      for (; swept_to <= next.begin; ++swept_to) {' '      for (; swept_to <= next.begin + 1; ++swept_to) {'
 mutation_in alloc_repeat_plan_test lent-block-back-before-plan-streams "$lending" \
   '    StreamRef(&lender).wait(done);' ''
 

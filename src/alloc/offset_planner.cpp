@@ -52,62 +52,141 @@ bool overlap_in_time(const cyclic_lifetime& a, const cyclic_lifetime& b, std::ui
 
 namespace {
 
-/// For each block, the blocks whose lifetimes overlap its own: a sweep over two turns of the
-/// period (each lifetime once per turn, so those running past the end meet the start's), in
-/// O(n log n) plus the number of pairs.
-std::vector<std::vector<std::uint32_t>> time_conflicts(std::span<const cyclic_lifetime> blocks, std::uint64_t period) {
-  struct interval {
-    std::uint64_t begin;
-    std::uint64_t end;
-    std::uint32_t block;
-  };
-  std::vector<interval> all;
-  all.reserve(blocks.size() * 2);
+void expect_within(const cyclic_lifetime& b, std::uint64_t period, const char* call) {
+  SS_EXPECTS(b.start < period && b.length <= period, call, ": a lifetime from ", b.start, " for ", b.length,
+             " requests does not fit a period of ", period);
+}
+
+/// The turn-0 and turn-1 instance of every lifetime (each at least one request long), in the
+/// order they begin: a counting sort over the two turns' requests, so no comparison sort.
+struct lifetime_instance {
+  std::uint64_t begin;
+  std::uint64_t end;
+  std::uint32_t block;
+  bool second_turn;
+};
+
+std::vector<lifetime_instance> instances_by_begin(std::span<const cyclic_lifetime> blocks, std::uint64_t period) {
+  std::vector<std::uint32_t> first_at(2 * period + 1, 0);  // then: where instances beginning at t go
+  for (const cyclic_lifetime& b : blocks) {
+    ++first_at[b.start + 1];
+    ++first_at[b.start + period + 1];
+  }
+  std::partial_sum(first_at.begin(), first_at.end(), first_at.begin());
+  std::vector<lifetime_instance> out(2 * blocks.size());
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     const std::uint64_t length = std::max<std::uint64_t>(blocks[i].length, 1);
     for (const std::uint64_t turn : {std::uint64_t{0}, period}) {
-      all.push_back({blocks[i].start + turn, blocks[i].start + turn + length, static_cast<std::uint32_t>(i)});
+      const std::uint64_t begin = blocks[i].start + turn;
+      out[first_at[begin]++] = {begin, begin + length, static_cast<std::uint32_t>(i), turn != 0};
     }
   }
-  std::sort(all.begin(), all.end(), [](const interval& a, const interval& b) { return a.begin < b.begin; });
-  std::vector<std::vector<std::uint32_t>> conflicts(blocks.size());
-  std::vector<interval> active;
-  for (const interval& next : all) {
-    std::erase_if(active, [&](const interval& a) { return a.end <= next.begin; });
-    for (const interval& a : active) {
-      if (a.block == next.block) continue;
-      conflicts[next.block].push_back(a.block);
-      conflicts[a.block].push_back(next.block);
+  return out;
+}
+
+/// For each block, the blocks whose lifetimes overlap its own, listed side by side (block i's
+/// are list[first[i], first[i + 1])). A pair may be listed twice, which placing ignores.
+struct conflict_lists {
+  std::vector<std::size_t> first;
+  std::vector<std::uint32_t> list;
+  [[nodiscard]] std::span<const std::uint32_t> of(std::uint32_t block) const {
+    return {list.data() + first[block], list.data() + first[block + 1]};
+  }
+};
+
+/// Calls meet(a, b) for every pair of blocks whose lifetimes overlap, once or twice each. One
+/// sweep over two turns of the period meets every such pair at a moment when an instance of one
+/// begins in the second turn while one of the other is alive: a pair alive together within a
+/// turn meets so (the later of the two begins in the second turn while the other's second
+/// instance lives), and a lifetime running past the period's end meets the second turn's
+/// beginnings from the first. Meetings at first-turn beginnings add nothing, so they are not
+/// reported. Instances leave the alive set at their ends, found by request: O(n + period) plus
+/// the number of meetings.
+class overlap_sweep {
+ public:
+  overlap_sweep(std::span<const cyclic_lifetime> blocks, std::uint64_t period)
+      : by_begin_(instances_by_begin(blocks, period)), ending_from_(3 * period + 2, 0), ending_(by_begin_.size()) {
+    for (const lifetime_instance& i : by_begin_) ++ending_from_[i.end + 1];
+    std::partial_sum(ending_from_.begin(), ending_from_.end(), ending_from_.begin());
+    std::vector<std::uint32_t> fill(ending_from_.begin(), ending_from_.end() - 1);
+    for (std::uint32_t k = 0; k < by_begin_.size(); ++k) ending_[fill[by_begin_[k].end]++] = k;
+  }
+
+  template <typename Meet>
+  void run(Meet&& meet) const {
+    std::vector<std::uint32_t> alive;           // blocks of the instances alive, in any order
+    std::vector<std::uint32_t> alive_instance;  // beside `alive`: whose place it is
+    std::vector<std::uint32_t> alive_at(by_begin_.size());  // an instance's place in `alive`
+    std::uint64_t swept_to = 0;  // instances ending before it have left
+    for (std::uint32_t k = 0; k < by_begin_.size(); ++k) {
+      const lifetime_instance& next = by_begin_[k];
+      for (; swept_to <= next.begin; ++swept_to) {
+        for (std::uint32_t e = ending_from_[swept_to]; e < ending_from_[swept_to + 1]; ++e) {
+          const std::uint32_t place = alive_at[ending_[e]];
+          alive[place] = alive.back();
+          alive_instance[place] = alive_instance.back();
+          alive_at[alive_instance[place]] = place;
+          alive.pop_back();
+          alive_instance.pop_back();
+        }
+      }
+      if (next.second_turn) {
+        for (const std::uint32_t a : alive) {
+          if (a != next.block) meet(a, next.block);
+        }
+      }
+      alive_at[k] = static_cast<std::uint32_t>(alive.size());
+      alive.push_back(next.block);
+      alive_instance.push_back(k);
     }
-    active.push_back(next);
   }
-  // A pair meets up to three times (once per turn and across the wrap); keep its first meeting.
-  // A stamp per block dedupes in one pass, where sorting every list cost most of the planning.
-  std::vector<std::uint32_t> seen_by(blocks.size(), std::numeric_limits<std::uint32_t>::max());
-  for (std::uint32_t i = 0; i < conflicts.size(); ++i) {
-    std::erase_if(conflicts[i], [&](std::uint32_t j) { return std::exchange(seen_by[j], i) == i; });
-  }
-  return conflicts;
+
+ private:
+  std::vector<lifetime_instance> by_begin_;
+  std::vector<std::uint32_t> ending_from_;  // instances ending at t: ending_[ending_from_[t], ending_from_[t + 1])
+  std::vector<std::uint32_t> ending_;
+};
+
+/// The sweep twice, counting each block's meetings and then listing them in place: no buffer
+/// of pairs, whose pages cost more than the sweep.
+conflict_lists time_conflicts(std::span<const cyclic_lifetime> blocks, std::uint64_t period) {
+  const overlap_sweep sweep(blocks, period);
+  conflict_lists out;
+  out.first.assign(blocks.size() + 1, 0);
+  sweep.run([&](std::uint32_t a, std::uint32_t b) {
+    ++out.first[a + 1];
+    ++out.first[b + 1];
+  });
+  std::partial_sum(out.first.begin(), out.first.end(), out.first.begin());
+  out.list.resize(out.first.back());
+  std::vector<std::size_t> fill(out.first.begin(), out.first.end() - 1);
+  sweep.run([&](std::uint32_t a, std::uint32_t b) {
+    out.list[fill[a]++] = b;
+    out.list[fill[b]++] = a;
+  });
+  return out;
 }
 
 /// About how many pairs of `blocks` live together (each meeting once per turn of the period):
-/// from the starts and ends alone, without listing the pairs.
+/// from the starts and ends alone, counted over the two turns' requests, without listing pairs.
 std::size_t overlapping_pairs(std::span<const cyclic_lifetime> blocks, std::uint64_t period) {
-  std::vector<std::uint64_t> begins;
-  std::vector<std::uint64_t> ends;
+  std::vector<std::uint32_t> begins(2 * period, 0);
+  std::vector<std::uint32_t> ends(3 * period + 1, 0);
   for (const cyclic_lifetime& b : blocks) {
+    expect_within(b, period, "plan_offsets");
+    const std::uint64_t length = std::max<std::uint64_t>(b.length, 1);
     for (const std::uint64_t turn : {std::uint64_t{0}, period}) {
-      begins.push_back(b.start + turn);
-      ends.push_back(b.start + turn + std::max<std::uint64_t>(b.length, 1));
+      ++begins[b.start + turn];
+      ++ends[b.start + turn + length];
     }
   }
-  std::sort(begins.begin(), begins.end());
-  std::sort(ends.begin(), ends.end());
   std::size_t pairs = 0;
-  std::size_t ended = 0;
-  for (std::size_t i = 0; i < begins.size(); ++i) {
-    while (ended < ends.size() && ends[ended] <= begins[i]) ++ended;
-    pairs += i - ended;  // intervals begun before this one and not yet ended
+  std::size_t alive = 0;
+  for (std::uint64_t t = 0; t < 2 * period; ++t) {
+    alive -= ends[t];
+    const std::size_t k = begins[t];
+    pairs += k * alive + k * (k - 1) / 2;  // each begun before it and not yet ended, as in a sweep
+    alive += k;
   }
   return pairs;
 }
@@ -124,13 +203,13 @@ class block_placer {
     dense_ = overlapping_pairs(blocks, period) > 64 * blocks.size();
     if (!dense_) conflicts_ = time_conflicts(blocks, period);
     offsets_.assign(blocks.size(), 0);
-    placed_.assign(blocks.size(), false);
+    if (!dense_) placed_.assign(blocks.size(), placed_range{0, 0});
   }
 
   void place(std::uint32_t i) {
     offsets_[i] = dense_ ? lowest_gap_dense(i) : lowest_gap_sparse(i);
     footprint_ = std::max(footprint_, offsets_[i] + blocks_[i].bytes);
-    placed_[i] = true;
+    if (!dense_) placed_[i] = {offsets_[i], offsets_[i] + blocks_[i].bytes};
     if (dense_) {
       const placed_block entry{offsets_[i], offsets_[i] + blocks_[i].bytes, blocks_[i].start,
                                blocks_[i].start + blocks_[i].length};
@@ -146,8 +225,8 @@ class block_placer {
   [[nodiscard]] std::size_t lowest_gap_sparse(std::uint32_t i) {
     taken_.clear();
     for (const std::size_t at : boundaries_) taken_.push_back({at, at});
-    for (const std::uint32_t j : conflicts_[i]) {
-      if (placed_[j]) taken_.push_back({offsets_[j], offsets_[j] + blocks_[j].bytes});
+    for (const std::uint32_t j : conflicts_.of(i)) {
+      if (placed_[j].end != 0) taken_.push_back(placed_[j]);
     }
     return lowest_gap(taken_, blocks_[i].bytes);
   }
@@ -196,10 +275,11 @@ class block_placer {
   std::uint64_t period_;
   std::span<const std::size_t> boundaries_;
   bool dense_ = false;
-  std::vector<std::vector<std::uint32_t>> conflicts_;  // sparse only
+  conflict_lists conflicts_;  // sparse only
   std::vector<std::size_t> offsets_;
   std::size_t footprint_ = 0;
-  std::vector<bool> placed_;
+  std::vector<placed_range> placed_;  // sparse: each block's bytes once placed (an empty range before), read
+                                      // together so a conflict costs one look-up
   std::vector<placed_range> taken_;
   std::vector<placed_block> by_offset_;  // dense: placed blocks in offset order
 };
@@ -226,8 +306,7 @@ std::size_t peak_live_bytes(std::span<const cyclic_lifetime> blocks, std::uint64
   std::int64_t live = 0;
   for (const cyclic_lifetime& b : blocks) {
     const auto bytes = static_cast<std::int64_t>(b.bytes);
-    SS_EXPECTS(b.start < period && b.length <= period, "peak_live_bytes: a lifetime from ", b.start, " for ",
-               b.length, " requests does not fit a period of ", period);
+    expect_within(b, period, "peak_live_bytes");
     const std::uint64_t end = b.start + b.length;
     change[b.start] += bytes;
     if (end < period) {

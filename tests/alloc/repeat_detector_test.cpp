@@ -219,6 +219,31 @@ TEST(OffsetPlanner, BlocksLiveTogetherNeverShareBytesAndThePlanIsNearThePeak) {
   EXPECT_LE(static_cast<double>(plan.footprint), 1.10 * static_cast<double>(peak));
 }
 
+TEST(OffsetPlanner, SparseLifetimesThatWrapOrBeginTogetherNeverShareBytes) {
+  // Few blocks alive together, as in variable-length inference: the planner's sparse path, which
+  // lists each block's conflicts by one sweep. Some lifetimes run past the period's end, some
+  // last the whole period, and some begin at the same request.
+  std::mt19937 rng(11);
+  const std::uint64_t period = 20000;
+  std::vector<cyclic_lifetime> blocks;
+  for (int i = 0; i < 3000; ++i) {
+    const std::uint64_t start = i % 7 == 0 ? 100 * (rng() % 50) : rng() % period;
+    const std::uint64_t length = i % 300 == 0 ? 1 + rng() % period : 1 + rng() % 100;
+    blocks.push_back({512 * (1 + rng() % 256), start, length});
+  }
+  blocks.push_back({4096, period - 1, period});  // alive all the time, from the last request
+  const offset_plan plan = plan_offsets(blocks, period);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    for (std::size_t j = i + 1; j < blocks.size(); ++j) {
+      if (!overlap_in_time(blocks[i], blocks[j], period)) continue;
+      ASSERT_TRUE(plan.offsets[i] + blocks[i].bytes <= plan.offsets[j] || plan.offsets[j] + blocks[j].bytes <= plan.offsets[i])
+          << "blocks " << i << " and " << j << " live together and overlap";
+    }
+  }
+  EXPECT_TRUE(disjoint_in_use(blocks, plan.offsets, period));
+  EXPECT_LE(static_cast<double>(plan.footprint), 1.10 * static_cast<double>(peak_live_bytes(blocks, period)));
+}
+
 TEST(OffsetPlanner, DenseLifetimesNeverShareBytesEither) {
   // Most blocks alive together, as a training step's activations: the planner's dense path.
   std::mt19937 rng(9);
