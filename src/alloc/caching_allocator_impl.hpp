@@ -124,7 +124,7 @@ class caching_allocator_impl final : public plan_host {
   void tell_mapping(std::uintptr_t at, std::size_t bytes, mapping_change change) noexcept override {
     mappings_.tell(at, bytes, change);
   }
-  [[nodiscard]] std::uint64_t device_calls() const override { return source_->counts().total(); }
+  [[nodiscard]] std::uint64_t device_calls() const override { return source_->total(); }
   void release_free_memory(stream_pool& pool);
   void wait_for_pending();
   void reclaim(const std::vector<finished_free>& done);

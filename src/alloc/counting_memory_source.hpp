@@ -17,6 +17,8 @@ class counting_memory_source final : public memory_source {
 
   /// The calls forwarded so far; thread-safe (each count is exact, the set is not one snapshot).
   [[nodiscard]] device_call_counts counts() const noexcept;
+  /// The sum of counts(), read in one load: the repeat plan reads it at every request it logs.
+  [[nodiscard]] std::uint64_t total() const noexcept { return total_.load(std::memory_order_relaxed); }
 
   [[nodiscard]] void* allocate(std::size_t bytes) override;
   void deallocate(void* ptr) override;
@@ -33,10 +35,14 @@ class counting_memory_source final : public memory_source {
  private:
   enum call { malloc_call, free_call, reserve_call, free_range_call, create_call, release_call, map_call,
               access_call, unmap_call, call_kinds };
-  void count(call c) noexcept { calls_[c].fetch_add(1, std::memory_order_relaxed); }
+  void count(call c) noexcept {
+    calls_[c].fetch_add(1, std::memory_order_relaxed);
+    total_.fetch_add(1, std::memory_order_relaxed);
+  }
 
   std::unique_ptr<memory_source> inner_;
   std::array<std::atomic<std::uint64_t>, call_kinds> calls_{};
+  std::atomic<std::uint64_t> total_{0};
 };
 
 }  // namespace streamsafe::detail

@@ -42,10 +42,12 @@ void repeat_detector::note_alloc(std::uint64_t sequence, std::size_t bytes, stre
 }
 
 std::uint16_t repeat_detector::stream_index(stream_id stream) {
-  const auto it = std::find(streams_.begin(), streams_.end(), stream);
-  if (it != streams_.end()) return static_cast<std::uint16_t>(it - streams_.begin());
-  streams_.push_back(stream);
-  return static_cast<std::uint16_t>(streams_.size() - 1);
+  // Requests come in runs on one stream: the last one found is looked at first.
+  if (last_stream_ < streams_.size() && streams_[last_stream_] == stream) return last_stream_;
+  const auto found = static_cast<std::size_t>(std::find(streams_.begin(), streams_.end(), stream) - streams_.begin());
+  if (found == streams_.size()) streams_.push_back(stream);
+  last_stream_ = static_cast<std::uint16_t>(found);
+  return last_stream_;
 }
 
 request repeat_detector::request_of(const logged& entry) const {

@@ -120,6 +120,7 @@ class repeat_detector {
   std::array<std::uint64_t, hashed_window> window_keys_{};  // the keys of the window's requests, a ring
   std::unordered_map<std::uint64_t, std::uint64_t> windows_;  // sampled window hash -> the end of its last sighting
   std::vector<stream_id> streams_;  // the streams of logged allocations
+  std::uint16_t last_stream_ = 0;   // index in streams_ of the last one looked up
   // The period being confirmed: 0 when none.
   std::uint64_t period_ = 0;
   std::uint64_t confirmed_from_ = 0;  // first request checked against the one a period before
