@@ -101,7 +101,7 @@ mutation_in alloc_repeat_plan_test plan-background-option-ignored "$impl" \
 mutation_in alloc_repeat_plan_test plan-keeps-overlapping-places "$plan" \
   '         places_apart(blocks, offsets, period);' '         true;'
 mutation_in alloc_repeat_plan_test plan-takes-bytes-an-occupant-holds "$plan" \
-  '    held = held || occupant(holder).state != slot_state::free;' '    (void)holder;'
+  '    if (occupant(holder).state != slot_state::free) return false;' '    (void)holder;'
 mutation_in alloc_repeat_plan_test plan-job-given-up-is-proposed-again "$plan" \
   '    if (sequence_ + 1 - book_.first_sequence < book_.requests.size()) detector_.forbid(book_.requests.size());' ''
 mutation_in alloc_repeat_plan_test:OffsetPlanner.* planner-sweep-misses-wrapping-lifetimes src/alloc/offset_planner.cpp \

@@ -740,13 +740,17 @@ bool iteration_plan::occupy_tracked(std::size_t index, bool learn, std::vector<s
   const auto occupant = [this](std::uint32_t block) -> const planned_block& {
     return block == history_index() ? history_ : blocks_[block];
   };
-  bool held = false;
-  occupancy_.for_each_holder(b.first_cell, b.end_cell, [&](std::uint32_t holder) {
-    held = held || occupant(holder).state != slot_state::free;
-  });
-  if (held) return false;
+  // One walk of the tree takes the cells and lists who held them. A taking refused (a holder
+  // still live) leaves the cells named for this block: the plan derails, and every plan starts
+  // again over a tree reset (start_plan, forget_occupants).
+  const auto taker = static_cast<std::uint32_t>(index);
+  holders_.clear();
+  occupancy_.take(b.first_cell, b.end_cell, taker, [this](std::uint32_t holder) { holders_.push_back(holder); });
+  for (const std::uint32_t holder : holders_) {
+    if (occupant(holder).state != slot_state::free) return false;
+  }
   const auto first = static_cast<std::uint32_t>(predecessor_ids_.size());
-  occupancy_.for_each_holder(b.first_cell, b.end_cell, [&](std::uint32_t holder) {
+  for (const std::uint32_t holder : holders_) {
     const planned_block& before = occupant(holder);
     add_unique(waits, before.stream, stream);
     for (const auto& r : before.recorded) add_unique(waits, r, stream);
@@ -754,12 +758,11 @@ bool iteration_plan::occupy_tracked(std::size_t index, bool learn, std::vector<s
         std::find(predecessor_ids_.begin() + first, predecessor_ids_.end(), holder) == predecessor_ids_.end()) {
       predecessor_ids_.push_back(holder);
     }
-  });
+  }
   if (learn) {
     b.first_predecessor = first;
     b.predecessor_count = static_cast<std::uint32_t>(predecessor_ids_.size()) - first;
   }
-  occupancy_.take(b.first_cell, b.end_cell, static_cast<std::uint32_t>(index));
   return true;
 }
 

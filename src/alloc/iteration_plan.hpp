@@ -348,6 +348,7 @@ class iteration_plan {
   // the tree, one list after another in the order they were learned. A block past the last
   // index (`history_`) stands for the arena's earlier users.
   std::vector<std::uint32_t> predecessor_ids_;
+  std::vector<std::uint32_t> holders_;  // scratch: the holders of the cells a block takes
   std::uint64_t taken_since_activation_ = 0;
   planned_block history_;
   // The blocks' distinct addresses, sorted, and for each the block live there (blocks live

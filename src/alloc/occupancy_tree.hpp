@@ -24,8 +24,15 @@ class occupancy_tree {
   void for_each_holder(std::uint32_t begin, std::uint32_t end, Visit visit) const {
     if (begin < end) visit_range(1, 0, cells_, begin, end, visit);
   }
-  /// Cells [begin, end) are `holder`'s now.
-  void take(std::uint32_t begin, std::uint32_t end, std::uint32_t holder);
+  /// Cells [begin, end) are `holder`'s now; `visit(previous)` is called for the holders they had,
+  /// as for_each_holder names them, in the same walk of the tree.
+  template <typename Visit>
+  void take(std::uint32_t begin, std::uint32_t end, std::uint32_t holder, Visit visit) {
+    if (begin < end) take_range(1, 0, cells_, begin, end, holder, visit);
+  }
+  void take(std::uint32_t begin, std::uint32_t end, std::uint32_t holder) {
+    take(begin, end, holder, [](std::uint32_t) {});
+  }
   [[nodiscard]] std::size_t cells() const noexcept { return cells_; }
 
  private:
@@ -43,8 +50,25 @@ class occupancy_tree {
     visit_range(2 * node, low, middle, begin, end, visit);
     visit_range(2 * node + 1, middle, high, begin, end, visit);
   }
+  template <typename Visit>
   void take_range(std::size_t node, std::uint32_t low, std::uint32_t high, std::uint32_t begin, std::uint32_t end,
-                  std::uint32_t holder);
+                  std::uint32_t holder, Visit& visit) {
+    if (end <= low || high <= begin) return;
+    if (begin <= low && high <= end) {
+      // A node reached from the root is exact, so is the subtree of a mixed one.
+      visit_range(node, low, high, begin, end, visit);
+      holder_[node] = holder;
+      return;
+    }
+    if (holder_[node] != mixed) {  // the children held what the node held
+      holder_[2 * node] = holder_[node];
+      holder_[2 * node + 1] = holder_[node];
+    }
+    const std::uint32_t middle = low + (high - low) / 2;
+    take_range(2 * node, low, middle, begin, end, holder, visit);
+    take_range(2 * node + 1, middle, high, begin, end, holder, visit);
+    holder_[node] = holder_[2 * node] == holder_[2 * node + 1] ? holder_[2 * node] : mixed;
+  }
 
   std::uint32_t cells_ = 0;
   std::vector<std::uint32_t> holder_;  // by node, the root at 1

@@ -337,7 +337,15 @@ TEST(OccupancyTree, NamesEveryHolderOfARangeAsACellByCellRecordWould) {
       v->erase(std::unique(v->begin(), v->end()), v->end());
     }
     ASSERT_EQ(seen, expected) << "cells [" << begin << ", " << end << ") before holder " << holder;
-    tree.take(begin, end, holder);
+    if (holder % 2 == 0) {
+      tree.take(begin, end, holder);
+    } else {  // taking lists the same holders as it goes
+      std::vector<std::uint32_t> taken_from;
+      tree.take(begin, end, holder, [&taken_from](std::uint32_t h) { taken_from.push_back(h); });
+      std::sort(taken_from.begin(), taken_from.end());
+      taken_from.erase(std::unique(taken_from.begin(), taken_from.end()), taken_from.end());
+      ASSERT_EQ(taken_from, expected) << "taking cells [" << begin << ", " << end << ") for holder " << holder;
+    }
     std::fill(truth.begin() + begin, truth.begin() + end, holder);
   }
   tree.reset(cells, occupancy_tree::nobody);
