@@ -708,8 +708,17 @@ bool iteration_plan::occupy(std::size_t index, StreamImpl& stream, std::vector<s
   const std::uint64_t period = blocks_.size();
   const bool known = taken_since_activation_ >= 2 * period;
   if (taken_since_activation_ == period) predecessor_ids_.clear();  // the period that learns them begins
-  const bool taken = known ? occupy_known(index, waits, stream)
-                           : occupy_tracked(index, taken_since_activation_ >= period, waits, stream);
+  bool taken = false;
+  try {
+    taken = known ? occupy_known(index, waits, stream)
+                  : occupy_tracked(index, taken_since_activation_ >= period, waits, stream);
+  } catch (...) {
+    // Out of host memory while listing: the tree may already name this block on cells whose
+    // holders were never waited for. The plan ends (a plan starts again only over a tree
+    // reset); the caller gets the error.
+    derail();
+    throw;
+  }
   if (!taken) return false;
   ++taken_since_activation_;
   planned_block& b = blocks_[index];
