@@ -209,8 +209,9 @@ class block_placer {
   void place(std::uint32_t i) {
     offsets_[i] = dense_ ? lowest_gap_dense(i) : lowest_gap_sparse(i);
     footprint_ = std::max(footprint_, offsets_[i] + blocks_[i].bytes);
-    if (!dense_) placed_[i] = {offsets_[i], offsets_[i] + blocks_[i].bytes};
-    if (dense_) {
+    if (!dense_) {
+      placed_[i] = {offsets_[i], offsets_[i] + blocks_[i].bytes};
+    } else {
       const placed_block entry{offsets_[i], offsets_[i] + blocks_[i].bytes, blocks_[i].start,
                                blocks_[i].start + blocks_[i].length};
       const auto at = std::upper_bound(by_offset_.begin(), by_offset_.end(), entry.offset,
