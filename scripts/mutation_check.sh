@@ -104,6 +104,10 @@ mutation_in alloc_repeat_plan_test plan-takes-bytes-an-occupant-holds "$plan" \
   '    if (occupant(holder).state != slot_state::free) return false;' '    (void)holder;'
 mutation_in alloc_repeat_plan_test plan-job-given-up-is-proposed-again "$plan" \
   '    if (sequence_ + 1 - book_.first_sequence < book_.requests.size()) detector_.forbid(book_.requests.size());' ''
+mutation_in alloc_repeat_plan_test plan-free-takes-expected-block-freed-already "$plan" \
+  '          blocks_[index].state == slot_state::live) {' '          true) {'
+mutation_in alloc_repeat_plan_test plan-free-takes-expected-block-elsewhere "$plan" \
+  '      if (index != unplanned && blocks_[index].address == reinterpret_cast<std::uintptr_t>(ptr) &&' '      if (index != unplanned &&'
 mutation_in alloc_repeat_plan_test:OffsetPlanner.* planner-sweep-misses-wrapping-lifetimes src/alloc/offset_planner.cpp \
   '      if (next.second_turn) {' '      if (!next.second_turn) {'
 mutation_in alloc_repeat_plan_test:OffsetPlanner.* planner-sweep-ends-lifetimes-early src/alloc/offset_planner.cpp \

@@ -826,11 +826,28 @@ std::size_t iteration_plan::live_index(const void* ptr, const char* call) const 
   return 0;
 }
 
+std::size_t iteration_plan::freed_index(const void* ptr) const {
+  // Frees come in period order: the one expected names its block, found with three loads where
+  // the search over every block's address takes a dependent load per halving.
+  if (!book_.requests.empty()) {
+    const request& next = expected();
+    const std::uint64_t allocated_at = sequence_ + 1 - next.distance;
+    if (next.kind == request_kind::free && next.distance <= sequence_ && allocated_at >= book_.first_sequence) {
+      const std::size_t index = book_.block_at[(allocated_at - book_.first_sequence) % book_.requests.size()];
+      if (index != unplanned && blocks_[index].address == reinterpret_cast<std::uintptr_t>(ptr) &&
+          blocks_[index].state == slot_state::live) {
+        return index;  // the block live at `ptr`: blocks live together never share an address
+      }
+    }
+  }
+  return live_index(ptr, "deallocate");
+}
+
 void iteration_plan::deallocate(void* ptr) {
   const reuses_told_after told{*this};
   if (observer_ == nullptr) {
     std::lock_guard lock(mutex_);
-    planned_block& b = blocks_[live_index(ptr, "deallocate")];
+    planned_block& b = blocks_[freed_index(ptr)];
     vacate(b);
     note_free(b.allocated_at, b.address);
     return_lent_if_unused();
@@ -841,7 +858,7 @@ void iteration_plan::deallocate(void* ptr) {
   stream_id stream{};
   {
     std::lock_guard lock(mutex_);
-    index = live_index(ptr, "deallocate");
+    index = freed_index(ptr);
     planned_block& b = blocks_[index];
     b.state = slot_state::freeing;  // out of every other call's reach while the observer runs
     bytes = b.bytes;

@@ -288,6 +288,8 @@ class iteration_plan {
   void vacate(planned_block& b);
   /// The block live at `ptr`; usage_error naming `call` when none. Caller holds mutex_.
   [[nodiscard]] std::size_t live_index(const void* ptr, const char* call) const;
+  /// live_index for deallocate, trying first the block whose free the plan expects next.
+  [[nodiscard]] std::size_t freed_index(const void* ptr) const;
   [[nodiscard]] bool unused() const noexcept { return live_blocks_ == 0; }
   [[nodiscard]] std::vector<StreamImpl*> arena_users() const;
   /// Orders `stream` after `waits` on the device (unlocked); on failure the block is free again.

@@ -612,6 +612,34 @@ TEST_P(PlanFixture, FreeingAnArenaBlockTwiceIsAClearErrorAndChangesNothing) {
   EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
 }
 
+TEST_P(PlanFixture, FreeingAnArenaBlockTwiceWhenItsFreeIsTheOneExpectedIsAClearError) {
+  // The tail: x and y allocated, then x freed, then y. Freeing y first derails the plan, and
+  // the request the plan expects next is then y's free: a second free of y must still be seen.
+  const std::vector<step> steps = with_fillers({{1 * mib, 0, 0}, {2 * mib, 0, 0}, {0, 0, 0}, {0, 0, 1}});
+  warm_up(steps, 2);
+  const std::size_t x = steps.size() - 4;
+  std::vector<live_block> blocks(steps.size());
+  for (std::size_t i = 0; i <= x + 1; ++i) {
+    if (steps[i].bytes != 0) {
+      allocate(steps[i].bytes, steps[i].stream, blocks[i]);
+    } else {
+      deallocate(blocks[steps[i].frees]);
+    }
+  }
+  ASSERT_TRUE(blocks[x].planned && blocks[x + 1].planned);
+  parts_->plan.deallocate(blocks[x + 1].ptr);  // before x: off the plan
+  EXPECT_EQ(plan_stats().num_plan_derailments, 1u);
+  try {
+    parts_->plan.deallocate(blocks[x + 1].ptr);
+    ADD_FAILURE() << "a second free must throw";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("not a live allocation"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(plan_stats().allocated_bytes.current, static_cast<std::int64_t>(1 * mib)) << "x is still live, alone";
+  parts_->plan.deallocate(blocks[x].ptr);
+  EXPECT_EQ(plan_stats().allocated_bytes.current, 0);
+}
+
 TEST_P(PlanFixture, ThreadsThatInterleaveOnAnActivePlanEndItAndLoseNothing) {
   const std::vector<step> steps = with_fillers({{1 * mib, 0, 0}, {0, 0, 0}});
   warm_up(steps);
