@@ -63,7 +63,7 @@ void repeat_detector::note_free(std::uint64_t sequence, std::uint64_t allocated_
     logged& alloc = at(allocated_by);
     distance = sequence - allocated_by;
     alloc.freed_after = distance <= UINT32_MAX ? static_cast<std::uint32_t>(distance) : 0;
-    alloc.address = address;
+    alloc.other = address;
     delta = -static_cast<std::int64_t>(alloc.value);
   }
   append(sequence, request{request_kind::free, 0, stream_id{}, distance}, delta, device_calls);
@@ -88,6 +88,8 @@ void repeat_detector::restart() {
   rejected_.clear();
   log_.clear();
   windows_.clear();
+  calls_.clear();
+  live_bytes_ = 0;
   streams_.clear();
   window_hash_ = 0;
   period_ = 0;
@@ -101,12 +103,16 @@ void repeat_detector::append(std::uint64_t sequence, const request& r, std::int6
     restart();
     live_delta = r.kind == request_kind::alloc ? live_delta : 0;
   }
-  if (log_.empty()) first_ = sequence;
+  if (log_.empty()) {
+    first_ = sequence;
+    live_bytes_ = 0;
+  }
   next_ = sequence + 1;
-  const std::int64_t live = (log_.empty() ? 0 : log_.back().live_bytes) + live_delta;
+  live_bytes_ += live_delta;
+  if (calls_.empty() || calls_.back().second != device_calls) calls_.emplace_back(sequence, device_calls);
   const bool alloc = r.kind == request_kind::alloc;
-  log_.push_back(logged{0, alloc ? r.bytes : r.distance, live, device_calls, 0, alloc ? stream_index(r.stream) : std::uint16_t{0},
-                        r.kind});
+  const std::uint64_t freed = alloc ? 0 : static_cast<std::uint64_t>(-live_delta);
+  log_.push_back(logged{freed, alloc ? r.bytes : r.distance, 0, alloc ? stream_index(r.stream) : std::uint16_t{0}, r.kind});
   // The ring's slot holds the key of the request a window ago, which leaves the window now.
   std::uint64_t& slot = window_keys_[log_.size() % window];
   const std::uint64_t key = key_of(r);
@@ -119,11 +125,12 @@ void repeat_detector::append(std::uint64_t sequence, const request& r, std::int6
 
 void repeat_detector::look_for_period(std::uint64_t latest) {
   if ((mix(window_hash_) & sample_mask) != 0) return;
-  const auto [it, fresh] = windows_.try_emplace(window_hash_, latest);
+  const auto [it, fresh] = windows_.try_emplace(window_hash_, sighting{latest, live_bytes_});
   if (fresh) return;
   // The next sighting compares with this one, even while a period is confirmed: a stale
   // sighting would propose a multiple of the period.
-  const std::uint64_t seen = std::exchange(it->second, latest);
+  const sighting seen_then = std::exchange(it->second, sighting{latest, live_bytes_});
+  const std::uint64_t seen = seen_then.at;
   if (period_ != 0) return;
   const std::uint64_t period = latest - seen;
   // A period explains the whole log: its first sighting is within a few periods of the log's
@@ -134,14 +141,37 @@ void repeat_detector::look_for_period(std::uint64_t latest) {
   if (period < 2 * window || seen - first_ > 4 * period) return;
   if (std::find(rejected_.begin(), rejected_.end(), period) != rejected_.end()) return;
   if (std::find(forbidden_.begin(), forbidden_.end(), period) != forbidden_.end()) return;
-  if (at(latest).live_bytes == at(seen).live_bytes) propose(latest, period);
+  if (live_bytes_ == seen_then.live_bytes) propose(latest, period);
+}
+
+std::int64_t repeat_detector::live_delta(std::uint64_t sequence) const {
+  const logged& entry = at(sequence);
+  return entry.kind == request_kind::alloc ? static_cast<std::int64_t>(entry.value) : -static_cast<std::int64_t>(entry.other);
+}
+
+std::uint64_t repeat_detector::least_live(std::uint64_t first, std::uint64_t last, std::int64_t live_after_last) const {
+  // Backwards from the live bytes known now; `<=` keeps the first of equal minima.
+  std::int64_t live = live_after_last;  // after request s
+  std::uint64_t least = last;
+  std::int64_t least_bytes = live;
+  for (std::uint64_t s = last;; --s) {
+    if (live <= least_bytes) {
+      least = s;
+      least_bytes = live;
+    }
+    if (s == first) return least;
+    live -= live_delta(s);
+  }
+}
+
+std::uint64_t repeat_detector::calls_at(std::uint64_t sequence) const {
+  const auto after = std::upper_bound(calls_.begin(), calls_.end(), sequence,
+                                      [](std::uint64_t s, const auto& change) { return s < change.first; });
+  return after == calls_.begin() ? 0 : std::prev(after)->second;
 }
 
 void repeat_detector::propose(std::uint64_t latest, std::uint64_t period) {
-  std::uint64_t least = latest + 1 - period;
-  for (std::uint64_t s = least; s <= latest; ++s) {
-    if (at(s).live_bytes < at(least).live_bytes) least = s;
-  }
+  const std::uint64_t least = least_live(latest + 1 - period, latest, live_bytes_);
   // The period is cut from its point of least live memory on; every request of the cut must
   // equal the one a period before: those logged already are compared now, the rest as they come.
   std::uint64_t start_at = least + period;
@@ -180,9 +210,9 @@ repeating_period repeat_detector::cut_period() {
     out.requests.push_back(request_of(at(s)));
     const std::uint64_t instance = at(s).kind == request_kind::alloc ? instance_with_lifetime(s) : 0;
     out.lifetimes.push_back(instance == 0 ? 0 : at(instance).freed_after);
-    out.addresses.push_back(instance == 0 ? 0 : at(instance).address);
+    out.addresses.push_back(instance == 0 ? 0 : at(instance).other);
   }
-  out.device_calls = at(start_at_).device_calls - at(start_at_ - period_).device_calls;
+  out.device_calls = calls_at(start_at_) - calls_at(start_at_ - period_);
   out.first_sequence = start_at_ + 1;
   return out;
 }

@@ -51,7 +51,7 @@ class repeat_detector {
  public:
   static constexpr std::size_t hashed_window = 32;  // requests hashed together, to find a period
 
-  /// Keeps at most `capacity` requests (40 bytes each): a period of up to a third of it is found.
+  /// Keeps at most `capacity` requests (24 bytes each): a period of up to a third of it is found.
   explicit repeat_detector(std::size_t capacity = std::size_t{1} << 20);
 
   /// Logs request number `sequence` (the caller numbers every request from 1, one by one; a gap
@@ -84,11 +84,13 @@ class repeat_detector {
   [[nodiscard]] bool continues_at(std::uint64_t sequence) const noexcept { return next_ != 0 && sequence == next_; }
 
  private:
+  // Written once per request, so kept small: live bytes and device calls, which only a proposal
+  // and a cut read, are kept beside the log (live_bytes_, calls_) or recomputed from it.
   struct logged {
-    std::uintptr_t address = 0;     // allocs: the block's, once its free named it
+    // Allocs: the block's address, once its free named it. Frees: the bytes freed (0: a block
+    // not logged), so live bytes are recomputed from the log alone, in its order.
+    std::uint64_t other = 0;
     std::uint64_t value = 0;        // bytes of an alloc, distance of a free
-    std::int64_t live_bytes = 0;    // live bytes of logged blocks after it
-    std::uint64_t device_calls = 0;  // the allocator's, when it was logged
     std::uint32_t freed_after = 0;  // allocs: distance to their free once seen (0: not yet, or too far)
     std::uint16_t stream = 0;       // allocs: index in streams_
     request_kind kind = request_kind::alloc;
@@ -100,6 +102,13 @@ class repeat_detector {
   [[nodiscard]] request request_of(const logged& entry) const;
   void append(std::uint64_t sequence, const request& r, std::int64_t live_delta, std::uint64_t device_calls);
   void look_for_period(std::uint64_t latest);
+  /// How request `sequence` changed the live bytes of logged blocks.
+  [[nodiscard]] std::int64_t live_delta(std::uint64_t sequence) const;
+  /// The request in [first, last] after which the fewest bytes were live (the first such), given
+  /// that `live_after_last` were live after `last`.
+  [[nodiscard]] std::uint64_t least_live(std::uint64_t first, std::uint64_t last, std::int64_t live_after_last) const;
+  /// The allocator's device calls when request `sequence` was logged.
+  [[nodiscard]] std::uint64_t calls_at(std::uint64_t sequence) const;
   void propose(std::uint64_t latest, std::uint64_t period);
   void confirm(std::uint64_t latest);
   [[nodiscard]] logged& at(std::uint64_t sequence) { return log_[sequence - first_]; }
@@ -118,7 +127,14 @@ class repeat_detector {
   std::uint64_t next_ = 0;   // expected next; 0 before the first
   std::uint64_t window_hash_ = 0;
   std::array<std::uint64_t, hashed_window> window_keys_{};  // the keys of the window's requests, a ring
-  std::unordered_map<std::uint64_t, std::uint64_t> windows_;  // sampled window hash -> the end of its last sighting
+  struct sighting {
+    std::uint64_t at = 0;          // the request ending the window
+    std::int64_t live_bytes = 0;   // live bytes of logged blocks then
+  };
+  std::unordered_map<std::uint64_t, sighting> windows_;  // sampled window hash -> its last sighting
+  std::int64_t live_bytes_ = 0;  // live bytes of logged blocks after the last request
+  // (first request, device calls from it on), appended when the allocator's count moved.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> calls_;
   std::vector<stream_id> streams_;  // the streams of logged allocations
   std::uint16_t last_stream_ = 0;   // index in streams_ of the last one looked up
   // The period being confirmed: 0 when none.

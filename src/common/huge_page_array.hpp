@@ -1,7 +1,7 @@
 // A fixed-capacity array of trivially copyable values for a log written front to back on a hot
 // path. Its address space is reserved at once and advised for huge pages; the kernel backs it as
 // it is touched. Each fresh page costs the writer a page fault when it first touches it, several
-// microseconds in a virtual machine, and a log of 40-byte entries would meet one every hundred
+// microseconds in a virtual machine, and a log of 24-byte entries would meet one every 170
 // appends. So a helper thread faults the pages of the next 2 MiB in while the writer fills the
 // current ones (MADV_POPULATE_WRITE, which writes no byte): memory is backed just ahead of the
 // writer, never the whole capacity up front.
