@@ -19,6 +19,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "args.hpp"
@@ -168,6 +169,28 @@ std::string run_header(const std::string& trace, const std::string& spec, const 
   return out.str();
 }
 
+/// Each iteration's host time in the allocator per op and device calls, so that runs repeated
+/// in rounds can be compared iteration by iteration (medians over the rounds).
+void print_iterations_json(std::ostream& out, const run_result& r) {
+  out << ",\"per_iteration_allocator_ns_per_op\":[";
+  const char* separator = "";
+  for (const replay_iteration& pass : r.replay.iterations) {
+    const double per_op = pass.operations == 0 ? 0.0 : static_cast<double>(pass.allocator_ns) / static_cast<double>(pass.operations);
+    out << std::exchange(separator, ",") << per_op;
+  }
+  out << "],\"per_iteration_device_calls\":[";
+  separator = "";
+  for (const replay_iteration& pass : r.replay.iterations) {
+    out << std::exchange(separator, ",");
+    if (r.counted.device_calls) {
+      out << pass.device_calls;
+    } else {
+      out << "null";
+    }
+  }
+  out << "]";
+}
+
 void print_json(const std::string& header, const run_result& r) {
   std::ostringstream out;
   out.precision(6);
@@ -180,6 +203,7 @@ void print_json(const std::string& header, const run_result& r) {
     print_phase_json(out, "steady", steady_state(r.replay), r.counted);
     print_phase_json(out, "last", last_iteration(r.replay), r.counted);
   }
+  print_iterations_json(out, r);
   std::cout << out.str() << "}" << std::endl;
 }
 

@@ -17,6 +17,9 @@
 #     MODES         idle, busy, tight (idle with --headroom HEADROOM) [idle busy tight]
 #     TIGHT_TRACES  the traces the tight mode replays [the 4-stream one]
 #     HEADROOM [1.5]  ITERATIONS [10]  REQUESTS [2: inference requests per generated trace, 18,632 ops]
+#     ROUNDS [1]    the whole matrix again, each line marked with its round, so that a resource and
+#                   its peer run side by side in every round (bench/alloc/replay_ratios.py takes
+#                   the median over the rounds)
 #     BACKEND [cuda: streamsafe's backend]  RUN_TIMEOUT [180 s per run]
 set -uo pipefail
 out=${1:?usage: bench/alloc/replay_bench.sh OUT.jsonl}
@@ -70,13 +73,15 @@ run() {
     line="{\"bench\":\"replay_bench\",\"trace\":$(json_text "$(basename "$trace")"),\"resource\":\"$resource\","\
 "\"error\":$(json_text "$how: $(tail -c 300 /tmp/replay_bench.err)")}"
   fi
-  echo "{\"mode\":\"$mode\",${line#\{}" | tee -a "$out" | cut -c1-240
+  echo "{\"round\":$round,\"mode\":\"$mode\",${line#\{}" | tee -a "$out" | cut -c1-240
 }
 
-for trace in "${trace_list[@]}"; do
-  for mode in ${MODES:-idle busy tight}; do
-    if [ "$mode" = tight ] && [[ " ${tight_list[*]} " != *" $trace "* ]]; then continue; fi
-    for resource in "${resources[@]}"; do run "$trace" "$resource" "$mode"; done
+for round in $(seq 1 "${ROUNDS:-1}"); do
+  for trace in "${trace_list[@]}"; do
+    for mode in ${MODES:-idle busy tight}; do
+      if [ "$mode" = tight ] && [[ " ${tight_list[*]} " != *" $trace "* ]]; then continue; fi
+      for resource in "${resources[@]}"; do run "$trace" "$resource" "$mode"; done
+    done
   done
 done
 python3 "$here/bench/alloc/replay_table.py" "$out" > "$out.md"

@@ -21,7 +21,8 @@ def cell(value, digits=1):
 
 
 def mode_of(run):
-    return run.get("mode", "busy" if run.get("busy") else "idle")
+    mode = run.get("mode", "busy" if run.get("busy") else "idle")
+    return f"{mode}, round {run['round']}" if "round" in run else mode
 
 
 def row(run, c10_steady):
