@@ -17,6 +17,11 @@ namespace streamsafe::detail {
 
 namespace {
 
+/// A figure as allocator_stats gives it, from what it is now, its peak and all ever added.
+stat_counter counter_of(std::int64_t current, std::int64_t peak, std::uint64_t total) {
+  return {current, peak, total, total - static_cast<std::uint64_t>(current)};
+}
+
 void add_unique(std::vector<std::shared_ptr<StreamImpl>>& streams, const std::shared_ptr<StreamImpl>& s,
                 const StreamImpl& except) {
   if (s == nullptr || s.get() == &except) return;
@@ -635,30 +640,30 @@ iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std:
   b.requested = requested;
   ++planned_requests_;
   occupy_slot(b);
-  stats_.num_cross_stream_reuses += waits.size();
+  cross_stream_reuses_ += waits.size();
   return {reinterpret_cast<void*>(b.address), b.allocated_at};
 }
 
 void iteration_plan::occupy_slot(planned_block& b) {
   b.state = slot_state::live;
   live_at_[b.start_slot] = static_cast<std::uint32_t>(&b - blocks_.data());
-  ++live_blocks_;
-  stats_.allocated_bytes.add(b.bytes);
-  stats_.active_bytes.add(b.bytes);
-  stats_.requested_bytes.add(b.requested);
-  stats_.allocation.add(1);
-  stats_.active.add(1);
+  arena_counters& c = counters_;
+  c.bytes += static_cast<std::int64_t>(b.bytes);
+  c.bytes_peak = std::max(c.bytes_peak, c.bytes);
+  c.bytes_total += b.bytes;
+  c.requested += static_cast<std::int64_t>(b.requested);
+  c.requested_peak = std::max(c.requested_peak, c.requested);
+  c.requested_total += b.requested;
+  ++c.blocks_total;
+  c.blocks_peak = std::max(c.blocks_peak, ++c.blocks);
 }
 
 void iteration_plan::vacate(planned_block& b) {
   b.state = slot_state::free;
   live_at_[b.start_slot] = nobody;
-  --live_blocks_;
-  stats_.allocated_bytes.remove(b.bytes);
-  stats_.active_bytes.remove(b.bytes);
-  stats_.requested_bytes.remove(b.requested);
-  stats_.allocation.remove(1);
-  stats_.active.remove(1);
+  counters_.bytes -= static_cast<std::int64_t>(b.bytes);
+  counters_.requested -= static_cast<std::int64_t>(b.requested);
+  --counters_.blocks;
 }
 
 void iteration_plan::index_cells() {
@@ -955,12 +960,15 @@ std::vector<iteration_plan::arena_view> iteration_plan::view() const {
 
 void iteration_plan::add_stats(allocator_stats& total) const {
   std::lock_guard lock(mutex_);
-  total.allocated_bytes.merge(stats_.allocated_bytes);
-  total.active_bytes.merge(stats_.active_bytes);
-  total.requested_bytes.merge(stats_.requested_bytes);
-  total.allocation.merge(stats_.allocation);
-  total.active.merge(stats_.active);
-  total.num_cross_stream_reuses += stats_.num_cross_stream_reuses;
+  const arena_counters& c = counters_;
+  const stat_counter bytes = counter_of(c.bytes, c.bytes_peak, c.bytes_total);
+  const stat_counter blocks = counter_of(c.blocks, c.blocks_peak, c.blocks_total);
+  total.allocated_bytes.merge(bytes);
+  total.active_bytes.merge(bytes);
+  total.requested_bytes.merge(counter_of(c.requested, c.requested_peak, c.requested_total));
+  total.allocation.merge(blocks);
+  total.active.merge(blocks);
+  total.num_cross_stream_reuses += cross_stream_reuses_;
   total.num_plan_activations = activations_;
   total.num_plan_derailments = derailments_;
   total.num_planned_allocations = planned_requests_;

@@ -144,20 +144,22 @@ class iteration_plan {
  private:
   enum class phase : std::uint8_t { recording, planning, settled, active, derailed };
   enum class slot_state : std::uint8_t { free, live, freeing };
-  struct planned_block {
-    std::size_t offset = 0;      // in the plan's offsets, which the arena's ranges cover in turn
-    std::uintptr_t address = 0;  // where the offset lies
-    std::size_t bytes = 0;
-    std::size_t requested = 0;
+  // Two cache lines: the first holds what a later block on the same bytes reads of it (its
+  // state and streams) and what a free looks up, so checking a predecessor costs one line.
+  struct alignas(64) planned_block {
     slot_state state = slot_state::free;
     std::uint32_t start_slot = 0;  // in starts_
+    std::shared_ptr<StreamImpl> stream;                  // of the last instance
+    std::vector<std::shared_ptr<StreamImpl>> recorded;   // of the last instance
+    std::uintptr_t address = 0;  // where the offset lies
+    std::uint64_t allocated_at = 0;  // sequence number of the live instance
+    std::size_t bytes = 0;
+    std::size_t requested = 0;
+    std::size_t offset = 0;      // in the plan's offsets, which the arena's ranges cover in turn
     std::uint32_t first_cell = 0;  // its bytes' cells in occupancy_: [first_cell, end_cell)
     std::uint32_t end_cell = 0;
     std::uint32_t first_predecessor = 0;  // its predecessors in predecessor_ids_, once learned
     std::uint32_t predecessor_count = 0;
-    std::uint64_t allocated_at = 0;  // sequence number of the live instance
-    std::shared_ptr<StreamImpl> stream;                  // of the last instance
-    std::vector<std::shared_ptr<StreamImpl>> recorded;   // of the last instance
   };
   struct plan_book {
     std::vector<request> requests;        // one period, from phase 0
@@ -290,7 +292,7 @@ class iteration_plan {
   [[nodiscard]] std::size_t live_index(const void* ptr, const char* call) const;
   /// live_index for deallocate, trying first the block whose free the plan expects next.
   [[nodiscard]] std::size_t freed_index(const void* ptr) const;
-  [[nodiscard]] bool unused() const noexcept { return live_blocks_ == 0; }
+  [[nodiscard]] bool unused() const noexcept { return counters_.blocks == 0; }
   [[nodiscard]] std::vector<StreamImpl*> arena_users() const;
   /// Orders `stream` after `waits` on the device (unlocked); on failure the block is free again.
   void order_after(void* ptr, std::size_t bytes, StreamImpl& stream, const std::vector<std::shared_ptr<StreamImpl>>& waits);
@@ -358,8 +360,22 @@ class iteration_plan {
   std::vector<std::uintptr_t> starts_;
   std::vector<std::uint32_t> live_at_;
   static constexpr std::uint32_t nobody = ~std::uint32_t{0};
-  std::size_t live_blocks_ = 0;
-  allocator_stats stats_;  // the arena's blocks
+  // The arena's blocks' figures, which every request served updates: on one cache line, where
+  // allocator_stats spreads them over four. A planned block is active exactly while allocated,
+  // so one set of figures serves both (add_stats gives them as allocator_stats).
+  struct alignas(64) arena_counters {
+    std::int64_t bytes = 0;
+    std::int64_t bytes_peak = 0;
+    std::uint64_t bytes_total = 0;
+    std::int64_t requested = 0;
+    std::int64_t requested_peak = 0;
+    std::uint64_t requested_total = 0;
+    std::uint64_t blocks_total = 0;
+    std::uint32_t blocks = 0;
+    std::uint32_t blocks_peak = 0;
+  };
+  arena_counters counters_;
+  std::uint64_t cross_stream_reuses_ = 0;
   std::uint64_t activations_ = 0;
   std::uint64_t derailments_ = 0;
   std::uint64_t planned_requests_ = 0;
