@@ -108,6 +108,8 @@ mutation_in alloc_repeat_plan_test plan-free-takes-expected-block-freed-already 
   '          blocks_[index].state == slot_state::live) {' '          true) {'
 mutation_in alloc_repeat_plan_test plan-free-takes-expected-block-elsewhere "$plan" \
   '      if (index != unplanned && blocks_[index].address == reinterpret_cast<std::uintptr_t>(ptr) &&' '      if (index != unplanned &&'
+mutation_in alloc_repeat_plan_test:PrefaultedResource.* prefaulted-pages-unmapped-in-use src/common/prefaulted_resource.cpp \
+  '  if (current_.outstanding != 0) {' '  if (false) {'
 mutation_in alloc_repeat_plan_test:OffsetPlanner.* planner-sweep-misses-wrapping-lifetimes src/alloc/offset_planner.cpp \
   '      if (next.second_turn) {' '      if (!next.second_turn) {'
 mutation_in alloc_repeat_plan_test:OffsetPlanner.* planner-sweep-ends-lifetimes-early src/alloc/offset_planner.cpp \

@@ -253,6 +253,9 @@ void iteration_plan::settle() {
 }
 
 void iteration_plan::after_period_found() {
+  if (const std::uint64_t proposed = detector_.proposed_length(); proposed != scratch_for_ && proposed != 0) {
+    prepare_switch(proposed);
+  }
   std::optional<repeating_period> period = detector_.take_period();
   if (!period) return;
   if (!unused()) {  // a plan needs its arena free
@@ -262,11 +265,33 @@ void iteration_plan::after_period_found() {
   found_ = std::move(period);
 }
 
+void iteration_plan::prepare_switch(std::uint64_t length) noexcept {
+  // What planning a period of inference took, per request, with room for denser lifetimes.
+  constexpr std::size_t scratch_per_request = 256;
+  // A shorter period's switch touches a few megabytes: not worth a helper thread per proposal.
+  constexpr std::uint64_t shortest_prepared = 8192;
+  scratch_for_ = length;
+  if (length < shortest_prepared) return;
+  switch_scratch_.prepare(length * scratch_per_request);
+  // A period allocates at most every other request it lives through (each block it plans is
+  // freed within it).
+  block_memory_.prepare((length + 1) / 2 * sizeof(planned_block));
+}
+
 bool iteration_plan::same_plan(const repeating_period& period) const {
   return has_arena() && period.requests == book_.requests && period.lifetimes == book_.lifetimes;
 }
 
 void iteration_plan::activate(repeating_period period) {
+  // The planner's temporaries live in the scratch until the switch is over.
+  struct scratch_released {
+    iteration_plan& plan;
+    ~scratch_released() {
+      plan.switch_scratch_.release();
+      plan.block_memory_.release();
+      plan.scratch_for_ = 0;
+    }
+  } const released{*this};
   if (same_plan(period)) {  // the workload came back to the plan the arena holds
     book_.first_sequence = period.first_sequence;
     forget_occupants();
@@ -274,8 +299,13 @@ void iteration_plan::activate(repeating_period period) {
     phase_.store(phase::active, std::memory_order_release);
     return;
   }
+  // Sized at once: grown by doubling, a long period's lists would touch twice their pages.
+  const auto planned = static_cast<std::size_t>(
+      period.lifetimes.size() - std::count(period.lifetimes.begin(), period.lifetimes.end(), std::uint64_t{0}));
   std::vector<cyclic_lifetime> lifetimes;
   std::vector<std::uintptr_t> addresses;  // where the pools placed each block last period
+  lifetimes.reserve(planned);
+  addresses.reserve(planned);
   std::vector<std::size_t> block_at(period.requests.size(), unplanned);
   for (std::size_t t = 0; t < period.requests.size(); ++t) {
     if (period.lifetimes[t] == 0) continue;
@@ -318,7 +348,9 @@ void iteration_plan::activate(repeating_period period) {
 
 void iteration_plan::start_plan(const std::vector<cyclic_lifetime>& lifetimes, const std::vector<std::size_t>& offsets,
                                 plan_book book) {
-  blocks_.assign(lifetimes.size(), planned_block{});
+  // A fresh vector, so the blocks land in the memory prepared for them, not the last plan's.
+  blocks_ = std::pmr::vector<planned_block>(lifetimes.size(), planned_block{}, &block_memory_);
+  block_memory_.release();  // what is left of it serves no later plan
   for (std::size_t i = 0; i < lifetimes.size(); ++i) {
     blocks_[i].offset = offsets[i];
     blocks_[i].bytes = lifetimes[i].bytes;
@@ -350,9 +382,11 @@ bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes
   offset_plan plan;
   bool holds = false;
   try {
-    holds = !lent.empty() && host_.within_slack(peak_live_bytes(lifetimes, period)) &&
+    std::pmr::memory_resource* scratch = &switch_scratch_;
+    holds = !lent.empty() && host_.within_slack(peak_live_bytes(lifetimes, period, scratch)) &&
             (places_kept(lent, ends, lifetimes, addresses, period, plan.offsets) ||
-             (how == placement::or_planned && (plan = plan_offsets(lifetimes, period, ends)).footprint <= total));
+             (how == placement::or_planned &&
+              (plan = plan_offsets(lifetimes, period, ends, scratch)).footprint <= total));
   } catch (...) {
     for (const lent_range& r : lent) host_.take_back(r, {});  // the plan never touched them
     throw;
@@ -455,7 +489,7 @@ bool iteration_plan::install_job() {
 
 bool iteration_plan::plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                        std::vector<std::size_t>& offsets) {
-  offset_plan plan = plan_offsets(lifetimes, period);
+  offset_plan plan = plan_offsets(lifetimes, period, {}, &switch_scratch_);
   // The pools never call into the plan, so their locks may be taken under ours.
   host_.release_pool_cache();
   if (!map_arena(round_up(plan.footprint, granularity_))) return false;

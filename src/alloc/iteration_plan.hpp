@@ -53,6 +53,7 @@
 #include "alloc/offset_planner.hpp"
 #include "alloc/planning_job.hpp"
 #include "alloc/repeat_detector.hpp"
+#include "common/prefaulted_resource.hpp"
 #include "runtime/stream_impl.hpp"
 #include "streamsafe/alloc/allocator_observer.hpp"
 #include "streamsafe/alloc/allocator_stats.hpp"
@@ -186,6 +187,9 @@ class iteration_plan {
   served allocate_active(std::size_t rounded, std::size_t requested, StreamImpl& stream,
                          std::vector<std::shared_ptr<StreamImpl>>& waits);
   void after_period_found();
+  /// Once the detector proposes a period: the switch's memory is faulted in while the period
+  /// is confirmed (switch_scratch_).
+  void prepare_switch(std::uint64_t length) noexcept;
   /// With a period found: whether `next` (the request about to be numbered) is its first; if
   /// so the plan starts (or the pools settle), else the period is rejected.
   [[nodiscard]] bool begin_with(const request& next);
@@ -338,13 +342,19 @@ class iteration_plan {
   std::uint64_t sequence_ = 0;  // of the last request noted
   repeat_detector detector_;
   std::optional<repeating_period> found_;  // waits for the next request to begin it
+  // Memory for the switch to a plan of the period proposed (scratch_for_ requests long), faulted
+  // in ahead while the period is confirmed: the planner's temporaries, and the plan's blocks
+  // (tens of megabytes on a long period, whose page faults were a large share of the switch).
+  prefaulted_resource switch_scratch_;
+  prefaulted_resource block_memory_;  // outlives blocks_, which keeps its storage there
+  std::uint64_t scratch_for_ = 0;
   plan_book book_;
   std::unique_ptr<planning_job> job_;  // while planning
   std::vector<lent_range> job_view_;   // what the job plans over
   int job_attempts_ = 0;
   std::vector<arena_range> ranges_;  // in offset order
   std::size_t span_ = 0;             // offsets the ranges cover
-  std::vector<planned_block> blocks_;
+  std::pmr::vector<planned_block> blocks_{&block_memory_};
   occupancy_tree occupancy_;  // the last block on each cell; history_index(): the arena's earlier users
   // Each block is taken once per period, in period order, so from the second period after an
   // activation on, a block finds the same blocks on its bytes every time: learned in that

@@ -23,7 +23,7 @@ struct placed_range {
 };
 
 /// The lowest offset at or above 0 where `bytes` fit between `taken` (sorted by offset).
-std::size_t lowest_gap(std::vector<placed_range>& taken, std::size_t bytes) {
+std::size_t lowest_gap(std::pmr::vector<placed_range>& taken, std::size_t bytes) {
   std::sort(taken.begin(), taken.end(), [](const placed_range& a, const placed_range& b) { return a.offset < b.offset; });
   std::size_t candidate = 0;
   for (const placed_range& p : taken) {
@@ -66,14 +66,15 @@ struct lifetime_instance {
   bool second_turn;
 };
 
-std::vector<lifetime_instance> instances_by_begin(std::span<const cyclic_lifetime> blocks, std::uint64_t period) {
-  std::vector<std::uint32_t> first_at(2 * period + 1, 0);  // then: where instances beginning at t go
+std::pmr::vector<lifetime_instance> instances_by_begin(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
+                                                      std::pmr::memory_resource* scratch) {
+  std::pmr::vector<std::uint32_t> first_at(2 * period + 1, 0, scratch);  // then: where instances beginning at t go
   for (const cyclic_lifetime& b : blocks) {
     ++first_at[b.start + 1];
     ++first_at[b.start + period + 1];
   }
   std::partial_sum(first_at.begin(), first_at.end(), first_at.begin());
-  std::vector<lifetime_instance> out(2 * blocks.size());
+  std::pmr::vector<lifetime_instance> out(2 * blocks.size(), scratch);
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     const std::uint64_t length = std::max<std::uint64_t>(blocks[i].length, 1);
     for (const std::uint64_t turn : {std::uint64_t{0}, period}) {
@@ -87,8 +88,8 @@ std::vector<lifetime_instance> instances_by_begin(std::span<const cyclic_lifetim
 /// For each block, the blocks whose lifetimes overlap its own, listed side by side (block i's
 /// are list[first[i], first[i + 1])). A pair may be listed twice, which placing ignores.
 struct conflict_lists {
-  std::vector<std::size_t> first;
-  std::vector<std::uint32_t> list;
+  std::pmr::vector<std::size_t> first;
+  std::pmr::vector<std::uint32_t> list;
   [[nodiscard]] std::span<const std::uint32_t> of(std::uint32_t block) const {
     return {list.data() + first[block], list.data() + first[block + 1]};
   }
@@ -104,19 +105,22 @@ struct conflict_lists {
 /// the number of meetings.
 class overlap_sweep {
  public:
-  overlap_sweep(std::span<const cyclic_lifetime> blocks, std::uint64_t period)
-      : by_begin_(instances_by_begin(blocks, period)), ending_from_(3 * period + 2, 0), ending_(by_begin_.size()) {
+  overlap_sweep(std::span<const cyclic_lifetime> blocks, std::uint64_t period, std::pmr::memory_resource* scratch)
+      : by_begin_(instances_by_begin(blocks, period, scratch)),
+        ending_from_(3 * period + 2, 0, scratch),
+        ending_(by_begin_.size(), scratch) {
     for (const lifetime_instance& i : by_begin_) ++ending_from_[i.end + 1];
     std::partial_sum(ending_from_.begin(), ending_from_.end(), ending_from_.begin());
-    std::vector<std::uint32_t> fill(ending_from_.begin(), ending_from_.end() - 1);
+    std::pmr::vector<std::uint32_t> fill(ending_from_.begin(), ending_from_.end() - 1, scratch);
     for (std::uint32_t k = 0; k < by_begin_.size(); ++k) ending_[fill[by_begin_[k].end]++] = k;
   }
 
   template <typename Meet>
   void run(Meet&& meet) const {
-    std::vector<std::uint32_t> alive;           // blocks of the instances alive, in any order
-    std::vector<std::uint32_t> alive_instance;  // beside `alive`: whose place it is
-    std::vector<std::uint32_t> alive_at(by_begin_.size());  // an instance's place in `alive`
+    std::pmr::memory_resource* scratch = by_begin_.get_allocator().resource();
+    std::pmr::vector<std::uint32_t> alive(scratch);           // blocks of the instances alive, in any order
+    std::pmr::vector<std::uint32_t> alive_instance(scratch);  // beside `alive`: whose place it is
+    std::pmr::vector<std::uint32_t> alive_at(by_begin_.size(), scratch);  // an instance's place in `alive`
     std::uint64_t swept_to = 0;  // instances ending before it have left
     for (std::uint32_t k = 0; k < by_begin_.size(); ++k) {
       const lifetime_instance& next = by_begin_[k];
@@ -142,24 +146,24 @@ class overlap_sweep {
   }
 
  private:
-  std::vector<lifetime_instance> by_begin_;
-  std::vector<std::uint32_t> ending_from_;  // instances ending at t: ending_[ending_from_[t], ending_from_[t + 1])
-  std::vector<std::uint32_t> ending_;
+  std::pmr::vector<lifetime_instance> by_begin_;
+  std::pmr::vector<std::uint32_t> ending_from_;  // instances ending at t: ending_[ending_from_[t], ending_from_[t + 1])
+  std::pmr::vector<std::uint32_t> ending_;
 };
 
 /// The sweep twice, counting each block's meetings and then listing them in place: no buffer
 /// of pairs, whose pages cost more than the sweep.
-conflict_lists time_conflicts(std::span<const cyclic_lifetime> blocks, std::uint64_t period) {
-  const overlap_sweep sweep(blocks, period);
-  conflict_lists out;
-  out.first.assign(blocks.size() + 1, 0);
+conflict_lists time_conflicts(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
+                              std::pmr::memory_resource* scratch) {
+  const overlap_sweep sweep(blocks, period, scratch);
+  conflict_lists out{std::pmr::vector<std::size_t>(blocks.size() + 1, 0, scratch), std::pmr::vector<std::uint32_t>(scratch)};
   sweep.run([&](std::uint32_t a, std::uint32_t b) {
     ++out.first[a + 1];
     ++out.first[b + 1];
   });
   std::partial_sum(out.first.begin(), out.first.end(), out.first.begin());
   out.list.resize(out.first.back());
-  std::vector<std::size_t> fill(out.first.begin(), out.first.end() - 1);
+  std::pmr::vector<std::size_t> fill(out.first.begin(), out.first.end() - 1, scratch);
   sweep.run([&](std::uint32_t a, std::uint32_t b) {
     out.list[fill[a]++] = b;
     out.list[fill[b]++] = a;
@@ -169,9 +173,10 @@ conflict_lists time_conflicts(std::span<const cyclic_lifetime> blocks, std::uint
 
 /// About how many pairs of `blocks` live together (each meeting once per turn of the period):
 /// from the starts and ends alone, counted over the two turns' requests, without listing pairs.
-std::size_t overlapping_pairs(std::span<const cyclic_lifetime> blocks, std::uint64_t period) {
-  std::vector<std::uint32_t> begins(2 * period, 0);
-  std::vector<std::uint32_t> ends(3 * period + 1, 0);
+std::size_t overlapping_pairs(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
+                              std::pmr::memory_resource* scratch) {
+  std::pmr::vector<std::uint32_t> begins(2 * period, 0, scratch);
+  std::pmr::vector<std::uint32_t> ends(3 * period + 1, 0, scratch);
   for (const cyclic_lifetime& b : blocks) {
     expect_within(b, period, "plan_offsets");
     const std::uint64_t length = std::max<std::uint64_t>(b.length, 1);
@@ -198,10 +203,12 @@ std::size_t overlapping_pairs(std::span<const cyclic_lifetime> blocks, std::uint
 /// block's every time cost n^2 log n and most of a plan's time.
 class block_placer {
  public:
-  block_placer(std::span<const cyclic_lifetime> blocks, std::uint64_t period, std::span<const std::size_t> boundaries)
-      : blocks_(blocks), period_(period), boundaries_(boundaries) {
-    dense_ = overlapping_pairs(blocks, period) > 64 * blocks.size();
-    if (!dense_) conflicts_ = time_conflicts(blocks, period);
+  block_placer(std::span<const cyclic_lifetime> blocks, std::uint64_t period, std::span<const std::size_t> boundaries,
+               std::pmr::memory_resource* scratch)
+      : blocks_(blocks), period_(period), boundaries_(boundaries), conflicts_{std::pmr::vector<std::size_t>(scratch), std::pmr::vector<std::uint32_t>(scratch)},
+        placed_(scratch), taken_(scratch), by_offset_(scratch) {
+    dense_ = overlapping_pairs(blocks, period, scratch) > 64 * blocks.size();
+    if (!dense_) conflicts_ = time_conflicts(blocks, period, scratch);
     offsets_.assign(blocks.size(), 0);
     if (!dense_) placed_.assign(blocks.size(), placed_range{0, 0});
   }
@@ -279,31 +286,32 @@ class block_placer {
   conflict_lists conflicts_;  // sparse only
   std::vector<std::size_t> offsets_;
   std::size_t footprint_ = 0;
-  std::vector<placed_range> placed_;  // sparse: each block's bytes once placed (an empty range before), read
+  std::pmr::vector<placed_range> placed_;  // sparse: each block's bytes once placed (an empty range before), read
                                       // together so a conflict costs one look-up
-  std::vector<placed_range> taken_;
-  std::vector<placed_block> by_offset_;  // dense: placed blocks in offset order
+  std::pmr::vector<placed_range> taken_;
+  std::pmr::vector<placed_block> by_offset_;  // dense: placed blocks in offset order
 };
 
 }  // namespace
 
 offset_plan plan_offsets(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
-                         std::span<const std::size_t> boundaries) {
-  std::vector<std::uint32_t> order(blocks.size());
+                         std::span<const std::size_t> boundaries, std::pmr::memory_resource* scratch) {
+  std::pmr::vector<std::uint32_t> order(blocks.size(), scratch);
   std::iota(order.begin(), order.end(), std::uint32_t{0});
   std::stable_sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
     if (blocks[x].bytes != blocks[y].bytes) return blocks[x].bytes > blocks[y].bytes;
     return blocks[x].length > blocks[y].length;
   });
-  block_placer placer(blocks, period, boundaries);
+  block_placer placer(blocks, period, boundaries, scratch);
   for (const std::uint32_t i : order) placer.place(i);
   return std::move(placer).result();
 }
 
-std::size_t peak_live_bytes(std::span<const cyclic_lifetime> blocks, std::uint64_t period) {
+std::size_t peak_live_bytes(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
+                            std::pmr::memory_resource* scratch) {
   // Live bytes change only where a lifetime starts or ends: a change per request of the period,
   // and a lifetime that runs past the end is live from the start (its previous turn).
-  std::vector<std::int64_t> change(period + 1, 0);
+  std::pmr::vector<std::int64_t> change(period + 1, 0, scratch);
   std::int64_t live = 0;
   for (const cyclic_lifetime& b : blocks) {
     const auto bytes = static_cast<std::int64_t>(b.bytes);

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory_resource>
 #include <span>
 #include <vector>
 
@@ -28,9 +29,11 @@ struct offset_plan {
 /// ends of separate ranges that the offsets cover in turn). Offsets are multiples of 512 when
 /// the sizes (and boundaries) are. Each block is compared only with the blocks whose lifetimes
 /// overlap its own (found by one sweep), so the cost follows how many blocks live together,
-/// not n^2.
+/// not n^2. The planner's own memory (some hundreds of bytes per request of the period) comes
+/// from `scratch`; the result's, from the heap.
 [[nodiscard]] offset_plan plan_offsets(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
-                                       std::span<const std::size_t> boundaries = {});
+                                       std::span<const std::size_t> boundaries = {},
+                                       std::pmr::memory_resource* scratch = std::pmr::get_default_resource());
 
 /// Whether two lifetimes of a period overlap.
 [[nodiscard]] bool overlap_in_time(const cyclic_lifetime& a, const cyclic_lifetime& b, std::uint64_t period) noexcept;
@@ -41,6 +44,7 @@ struct offset_plan {
                                    std::uint64_t period);
 
 /// The most bytes alive at one request of the period: no plan's footprint is below it.
-[[nodiscard]] std::size_t peak_live_bytes(std::span<const cyclic_lifetime> blocks, std::uint64_t period);
+[[nodiscard]] std::size_t peak_live_bytes(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
+                                         std::pmr::memory_resource* scratch = std::pmr::get_default_resource());
 
 }  // namespace streamsafe::detail

@@ -80,6 +80,9 @@ class repeat_detector {
   /// Forgets everything (the workload changed, or threads interleave); the log starts again at
   /// the next request noted.
   void restart();
+  /// The length of the period being confirmed, 0 when none: a period of it may be taken once
+  /// the log has come round it again.
+  [[nodiscard]] std::uint64_t proposed_length() const noexcept { return period_; }
   /// Whether request number `sequence` would go on with the log (not start it over).
   [[nodiscard]] bool continues_at(std::uint64_t sequence) const noexcept { return next_ != 0 && sequence == next_; }
 

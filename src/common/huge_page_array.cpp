@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <new>
 #include <thread>
@@ -12,7 +13,7 @@ namespace {
 constexpr std::size_t huge_page = std::size_t{2} << 20;
 }
 
-reserved_pages::reserved_pages(std::size_t bytes) {
+reserved_pages::reserved_pages(std::size_t bytes, bool huge) {
   // Over-reserve by one huge page so an aligned start exists inside, then give back the rest:
   // the kernel backs a range with huge pages only where they fit aligned.
   const std::size_t rounded = (bytes + huge_page - 1) / huge_page * huge_page;
@@ -27,19 +28,19 @@ reserved_pages::reserved_pages(std::size_t bytes) {
   base_ = reinterpret_cast<void*>(aligned);
   bytes_ = rounded;
   // Advice only: where the kernel gives no huge pages, the array works in small ones.
-  (void)madvise(base_, bytes_, MADV_HUGEPAGE);
+  if (huge) (void)madvise(base_, bytes_, MADV_HUGEPAGE);
 }
 
 reserved_pages::~reserved_pages() { munmap(base_, bytes_); }
 
-void populate_later(const std::shared_ptr<reserved_pages>& pages, std::size_t offset) noexcept {
+void populate_later(const std::shared_ptr<reserved_pages>& pages, std::size_t offset, std::size_t bytes) noexcept {
 #ifdef MADV_POPULATE_WRITE
   if (offset >= pages->bytes()) return;
   try {
     // Detached, holding a share of the pages: they stay mapped until it is done.
-    std::thread([pages, offset] {
-      const std::size_t bytes = std::min(populate_step, pages->bytes() - offset);
-      (void)madvise(static_cast<char*>(pages->base()) + offset, bytes, MADV_POPULATE_WRITE);
+    std::thread([pages, offset, bytes] {
+      const std::size_t clipped = std::min(bytes, pages->bytes() - offset);
+      (void)madvise(static_cast<char*>(pages->base()) + offset, clipped, MADV_POPULATE_WRITE);
     }).detach();
   } catch (...) {
     // No thread: the writer faults these pages in itself.
@@ -47,6 +48,7 @@ void populate_later(const std::shared_ptr<reserved_pages>& pages, std::size_t of
 #else
   (void)pages;
   (void)offset;
+  (void)bytes;
 #endif
 }
 

@@ -17,8 +17,10 @@ namespace streamsafe::detail {
 /// (the array, or a helper still faulting pages in).
 class reserved_pages {
  public:
-  /// Throws std::bad_alloc when the address space cannot be had.
-  explicit reserved_pages(std::size_t bytes);
+  /// Throws std::bad_alloc when the address space cannot be had. `huge`: advised for huge pages
+  /// (fewer TLB misses on a long-lived log; but a huge page can cost milliseconds to find where
+  /// memory is fragmented, so memory that lives briefly is better in small ones).
+  explicit reserved_pages(std::size_t bytes, bool huge = true);
   ~reserved_pages();
   reserved_pages(const reserved_pages&) = delete;
   reserved_pages& operator=(const reserved_pages&) = delete;
@@ -33,9 +35,11 @@ class reserved_pages {
 /// Bytes faulted in ahead of the writer at a time.
 inline constexpr std::size_t populate_step = std::size_t{2} << 20;
 
-/// Faults [offset, offset + populate_step) of `pages` in on a thread of its own; nothing when
-/// the range lies past the end or no thread can be started (the writer then faults it itself).
-void populate_later(const std::shared_ptr<reserved_pages>& pages, std::size_t offset) noexcept;
+/// Faults [offset, offset + bytes) of `pages` in on a thread of its own, clipped to their end;
+/// nothing when the range lies past the end or no thread can be started (the writer then faults
+/// the pages itself). The contents are untouched, so the owner may write them meanwhile.
+void populate_later(const std::shared_ptr<reserved_pages>& pages, std::size_t offset,
+                    std::size_t bytes = populate_step) noexcept;
 
 /// Not thread-safe. Elements stay where they are for the array's life (no reallocation).
 template <typename T>
