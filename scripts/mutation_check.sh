@@ -109,7 +109,9 @@ mutation_in alloc_repeat_plan_test plan-free-takes-expected-block-freed-already 
 mutation_in alloc_repeat_plan_test plan-free-takes-expected-block-elsewhere "$plan" \
   '      if (index != unplanned && blocks_[index].address == reinterpret_cast<std::uintptr_t>(ptr) &&' '      if (index != unplanned &&'
 mutation_in alloc_repeat_plan_test:PrefaultedResource.* prefaulted-pages-unmapped-in-use src/common/prefaulted_resource.cpp \
-  '  if (current_.outstanding != 0) {' '  if (false) {'
+  '  if (current_.outstanding != 0) retiring_.push_back(std::move(current_));  // room reserved by prepare()' ''
+mutation_in alloc_repeat_plan_test:PrefaultedResource.* prefaulted-region-unmapped-at-first-free src/common/prefaulted_resource.cpp \
+  '    if (--r->outstanding == 0) retiring_.erase(r);  // its pages are unmapped with it' '    retiring_.erase(r);'
 mutation_in alloc_repeat_plan_test:OffsetPlanner.* planner-sweep-misses-wrapping-lifetimes src/alloc/offset_planner.cpp \
   '      if (next.second_turn) {' '      if (!next.second_turn) {'
 mutation_in alloc_repeat_plan_test:OffsetPlanner.* planner-sweep-ends-lifetimes-early src/alloc/offset_planner.cpp \

@@ -253,7 +253,7 @@ void iteration_plan::settle() {
 }
 
 void iteration_plan::after_period_found() {
-  if (const std::uint64_t proposed = detector_.proposed_length(); proposed != scratch_for_ && proposed != 0) {
+  if (const std::uint64_t proposed = detector_.proposed_length(); proposed != scratch_for_) [[unlikely]] {
     prepare_switch(proposed);
   }
   std::optional<repeating_period> period = detector_.take_period();
@@ -271,7 +271,12 @@ void iteration_plan::prepare_switch(std::uint64_t length) noexcept {
   // A shorter period's switch touches a few megabytes: not worth a helper thread per proposal.
   constexpr std::uint64_t shortest_prepared = 8192;
   scratch_for_ = length;
-  if (length < shortest_prepared) return;
+  switch_scratch_.release();  // a proposal given up, or another coming: its pages go back
+  block_memory_.release();
+  // At most one preparation per length logged, so proposals that come and go often (a workload
+  // that almost repeats) cost the helper no more than a few hundred bytes per request.
+  if (length < shortest_prepared || sequence_ < next_prepare_at_) return;
+  next_prepare_at_ = sequence_ + length;
   switch_scratch_.prepare(length * scratch_per_request);
   // A period allocates at most every other request it lives through (each block it plans is
   // freed within it).

@@ -187,8 +187,8 @@ class iteration_plan {
   served allocate_active(std::size_t rounded, std::size_t requested, StreamImpl& stream,
                          std::vector<std::shared_ptr<StreamImpl>>& waits);
   void after_period_found();
-  /// Once the detector proposes a period: the switch's memory is faulted in while the period
-  /// is confirmed (switch_scratch_).
+  /// When the detector proposes a period of `length` (0: none any more): the switch's memory is
+  /// faulted in while the period is confirmed (switch_scratch_), or given back.
   void prepare_switch(std::uint64_t length) noexcept;
   /// With a period found: whether `next` (the request about to be numbered) is its first; if
   /// so the plan starts (or the pools settle), else the period is rejected.
@@ -348,6 +348,7 @@ class iteration_plan {
   prefaulted_resource switch_scratch_;
   prefaulted_resource block_memory_;  // outlives blocks_, which keeps its storage there
   std::uint64_t scratch_for_ = 0;
+  std::uint64_t next_prepare_at_ = 0;  // no preparation before this request
   plan_book book_;
   std::unique_ptr<planning_job> job_;  // while planning
   std::vector<lent_range> job_view_;   // what the job plans over

@@ -33,7 +33,7 @@ struct offset_plan {
 /// from `scratch`; the result's, from the heap.
 [[nodiscard]] offset_plan plan_offsets(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
                                        std::span<const std::size_t> boundaries = {},
-                                       std::pmr::memory_resource* scratch = std::pmr::get_default_resource());
+                                       std::pmr::memory_resource* scratch = std::pmr::new_delete_resource());
 
 /// Whether two lifetimes of a period overlap.
 [[nodiscard]] bool overlap_in_time(const cyclic_lifetime& a, const cyclic_lifetime& b, std::uint64_t period) noexcept;
@@ -45,6 +45,6 @@ struct offset_plan {
 
 /// The most bytes alive at one request of the period: no plan's footprint is below it.
 [[nodiscard]] std::size_t peak_live_bytes(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
-                                         std::pmr::memory_resource* scratch = std::pmr::get_default_resource());
+                                         std::pmr::memory_resource* scratch = std::pmr::new_delete_resource());
 
 }  // namespace streamsafe::detail

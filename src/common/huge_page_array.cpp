@@ -27,8 +27,17 @@ reserved_pages::reserved_pages(std::size_t bytes, bool huge) {
   }
   base_ = reinterpret_cast<void*>(aligned);
   bytes_ = rounded;
+  wanted_.store(rounded, std::memory_order_relaxed);
   // Advice only: where the kernel gives no huge pages, the array works in small ones.
-  if (huge) (void)madvise(base_, bytes_, MADV_HUGEPAGE);
+  (void)madvise(base_, bytes_, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+}
+
+void reserved_pages::discard_from(std::size_t offset) noexcept {
+  constexpr std::size_t page = 4096;
+  const std::size_t from = std::min((offset + page - 1) / page * page, bytes_);
+  if (from >= wanted_.load(std::memory_order_relaxed)) return;
+  wanted_.store(from, std::memory_order_relaxed);
+  (void)madvise(static_cast<char*>(base_) + from, bytes_ - from, MADV_DONTNEED);
 }
 
 reserved_pages::~reserved_pages() { munmap(base_, bytes_); }
@@ -39,8 +48,11 @@ void populate_later(const std::shared_ptr<reserved_pages>& pages, std::size_t of
   try {
     // Detached, holding a share of the pages: they stay mapped until it is done.
     std::thread([pages, offset, bytes] {
-      const std::size_t clipped = std::min(bytes, pages->bytes() - offset);
-      (void)madvise(static_cast<char*>(pages->base()) + offset, clipped, MADV_POPULATE_WRITE);
+      const std::size_t end = offset + std::min(bytes, pages->bytes() - offset);
+      for (std::size_t at = offset; at < std::min(end, pages->wanted()); at += populate_step) {
+        const std::size_t step = std::min(populate_step, end - at);
+        (void)madvise(static_cast<char*>(pages->base()) + at, step, MADV_POPULATE_WRITE);
+      }
     }).detach();
   } catch (...) {
     // No thread: the writer faults these pages in itself.

@@ -7,6 +7,7 @@
 // writer, never the whole capacity up front.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <type_traits>
@@ -18,26 +19,33 @@ namespace streamsafe::detail {
 class reserved_pages {
  public:
   /// Throws std::bad_alloc when the address space cannot be had. `huge`: advised for huge pages
-  /// (fewer TLB misses on a long-lived log; but a huge page can cost milliseconds to find where
-  /// memory is fragmented, so memory that lives briefly is better in small ones).
+  /// (fewer TLB misses on a long-lived log), else advised against them (a huge page can cost
+  /// milliseconds to find where memory is fragmented, so memory that lives briefly is better in
+  /// small ones).
   explicit reserved_pages(std::size_t bytes, bool huge = true);
   ~reserved_pages();
   reserved_pages(const reserved_pages&) = delete;
   reserved_pages& operator=(const reserved_pages&) = delete;
   [[nodiscard]] void* base() const noexcept { return base_; }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  /// Bytes from `offset` on are wanted no more: a helper faulting them in stops at its next
+  /// step, and those backed go back to the kernel (their contents are lost).
+  void discard_from(std::size_t offset) noexcept;
+  [[nodiscard]] std::size_t wanted() const noexcept { return wanted_.load(std::memory_order_relaxed); }
 
  private:
   void* base_ = nullptr;
   std::size_t bytes_ = 0;
+  std::atomic<std::size_t> wanted_{0};  // bytes from the start still wanted
 };
 
 /// Bytes faulted in ahead of the writer at a time.
 inline constexpr std::size_t populate_step = std::size_t{2} << 20;
 
-/// Faults [offset, offset + bytes) of `pages` in on a thread of its own, clipped to their end;
-/// nothing when the range lies past the end or no thread can be started (the writer then faults
-/// the pages itself). The contents are untouched, so the owner may write them meanwhile.
+/// Faults [offset, offset + bytes) of `pages` in on a thread of its own, a step at a time,
+/// clipped to their end and to what is still wanted (discard_from); nothing when the range lies
+/// past the end or no thread can be started (the writer then faults the pages itself). The
+/// contents are untouched, so the owner may write them meanwhile.
 void populate_later(const std::shared_ptr<reserved_pages>& pages, std::size_t offset,
                     std::size_t bytes = populate_step) noexcept;
 

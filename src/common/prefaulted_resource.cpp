@@ -18,6 +18,8 @@ void prefaulted_resource::prepare(std::size_t bytes) noexcept {
   release();
   if (bytes == 0) return;
   try {
+    // Room to retire the region without allocating: release() cannot fail.
+    retiring_.reserve(retiring_.size() + 1);
     // Small pages: finding huge ones can cost milliseconds each where memory is fragmented.
     current_.pages = std::make_shared<reserved_pages>(bytes, /*huge=*/false);
   } catch (const std::bad_alloc&) {
@@ -32,26 +34,23 @@ std::size_t prefaulted_resource::prepared() const noexcept {
 
 void prefaulted_resource::release() noexcept {
   if (current_.pages == nullptr) return;
-  if (current_.outstanding != 0) {
-    try {
-      retiring_.push_back(current_);
-    } catch (const std::bad_alloc&) {
-      return;  // no room to remember it: it goes on serving, which is only less tidy
-    }
-  }
+  // The bytes no allocation took go back now, and a helper still faulting them in stops.
+  current_.pages->discard_from(current_.outstanding != 0 ? current_.used : 0);
+  if (current_.outstanding != 0) retiring_.push_back(std::move(current_));  // room reserved by prepare()
   current_ = {};
 }
 
 void* prefaulted_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   if (current_.pages != nullptr) {
+    // The pages start on a 2 MiB boundary: alignments up to it hold inside them.
     const std::size_t start = (current_.used + alignment - 1) / alignment * alignment;
-    if (start <= current_.pages->bytes() && bytes <= current_.pages->bytes() - start) {
+    if (alignment <= populate_step && start < current_.pages->bytes() && bytes <= current_.pages->bytes() - start) {
       current_.used = start + bytes;
       ++current_.outstanding;
       return static_cast<char*>(current_.pages->base()) + start;
     }
   }
-  return std::pmr::get_default_resource()->allocate(bytes, alignment);
+  return std::pmr::new_delete_resource()->allocate(bytes, alignment);
 }
 
 void prefaulted_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
@@ -64,7 +63,7 @@ void prefaulted_resource::do_deallocate(void* p, std::size_t bytes, std::size_t 
     if (--r->outstanding == 0) retiring_.erase(r);  // its pages are unmapped with it
     return;
   }
-  std::pmr::get_default_resource()->deallocate(p, bytes, alignment);
+  std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
 }
 
 }  // namespace streamsafe::detail

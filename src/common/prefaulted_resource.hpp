@@ -15,8 +15,9 @@
 namespace streamsafe::detail {
 
 /// Serves allocations from the prepared pages, one after another, while they last, then from
-/// the heap. Pages are given back only when everything taken from them is: a pmr container can
-/// hold its storage from them for as long as it likes.
+/// the heap (operator new, whatever the default memory resource). Pages are given back only
+/// when everything taken from them is: a pmr container can hold its storage from them for as
+/// long as it likes.
 ///
 /// Not thread-safe: the owner serializes its calls and its containers' (the helper only faults
 /// pages in, leaving their contents alone).
@@ -34,8 +35,8 @@ class prefaulted_resource final : public std::pmr::memory_resource {
   void prepare(std::size_t bytes) noexcept;
   /// The bytes of the pages allocations are served from now (0: the heap).
   [[nodiscard]] std::size_t prepared() const noexcept;
-  /// No allocation comes from the prepared pages any more; they go back once nothing taken
-  /// from them is in use.
+  /// No allocation comes from the prepared pages any more: the bytes none took go back now,
+  /// the rest once nothing taken from them is in use.
   void release() noexcept;
 
  private:

@@ -60,6 +60,40 @@ TEST(PrefaultedResource, PagesInUseOutliveAReleaseAndASecondPrepare) {
   EXPECT_TRUE(std::all_of(later.begin(), later.end(), [](std::uint64_t v) { return v == ~std::uint64_t{0}; }));
 }
 
+TEST(PrefaultedResource, ARetiredRegionStaysWhileAnyOfItsAllocationsIsInUse) {
+  prefaulted_resource memory;
+  memory.prepare(2 * mib);
+  auto* first = static_cast<std::uint8_t*>(memory.allocate(mib / 4, 64));
+  auto* second = static_cast<std::uint8_t*>(memory.allocate(mib / 4, 64));
+  std::fill(second, second + mib / 4, std::uint8_t{0x3c});
+  memory.release();
+  memory.deallocate(first, mib / 4, 64);
+  // Given back with the first allocation, the pages would take the second one with them.
+  EXPECT_TRUE(std::all_of(second, second + mib / 4, [](std::uint8_t b) { return b == 0x3c; }));
+  memory.deallocate(second, mib / 4, 64);
+}
+
+TEST(PrefaultedResource, AZeroByteAllocationAfterAnExactFillIsServedAndGivenBack) {
+  prefaulted_resource memory;
+  memory.prepare(2 * mib);
+  const std::size_t all = memory.prepared();
+  void* whole = memory.allocate(all, 64);
+  void* none = memory.allocate(0, 8);
+  memory.deallocate(none, 0, 8);  // the heap's, not one past the pages' end
+  memory.deallocate(whole, all, 64);
+}
+
+TEST(PrefaultedResource, TheHeapItFallsBackOnIsOperatorNewWhateverTheDefaultResource) {
+  prefaulted_resource memory;
+  memory.prepare(2 * mib);
+  std::pmr::memory_resource* const before = std::pmr::set_default_resource(std::pmr::null_memory_resource());
+  void* beyond = nullptr;
+  EXPECT_NO_THROW(beyond = memory.allocate(4 * mib, 64));
+  std::pmr::set_default_resource(before);
+  ASSERT_NE(beyond, nullptr);
+  memory.deallocate(beyond, 4 * mib, 64);
+}
+
 TEST(PrefaultedResource, UnpreparedItIsTheHeap) {
   prefaulted_resource memory;
   std::pmr::vector<int> v(&memory);
