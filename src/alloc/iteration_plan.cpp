@@ -271,8 +271,7 @@ void iteration_plan::prepare_switch(std::uint64_t length) noexcept {
   // A shorter period's switch touches a few megabytes: not worth a helper thread per proposal.
   constexpr std::uint64_t shortest_prepared = 8192;
   scratch_for_ = length;
-  switch_scratch_.release();  // a proposal given up, or another coming: its pages go back
-  block_memory_.release();
+  release_switch_memory();  // a proposal given up, or another coming: its pages go back
   // At most one preparation per length logged, so proposals that come and go often (a workload
   // that almost repeats) cost the helper no more than a few hundred bytes per request.
   if (length < shortest_prepared || sequence_ < next_prepare_at_) return;
@@ -281,6 +280,11 @@ void iteration_plan::prepare_switch(std::uint64_t length) noexcept {
   // A period allocates at most every other request it lives through (each block it plans is
   // freed within it).
   block_memory_.prepare((length + 1) / 2 * sizeof(planned_block));
+}
+
+void iteration_plan::release_switch_memory() noexcept {
+  switch_scratch_.release();
+  block_memory_.release();
 }
 
 bool iteration_plan::same_plan(const repeating_period& period) const {
@@ -292,8 +296,7 @@ void iteration_plan::activate(repeating_period period) {
   struct scratch_released {
     iteration_plan& plan;
     ~scratch_released() {
-      plan.switch_scratch_.release();
-      plan.block_memory_.release();
+      plan.release_switch_memory();
       plan.scratch_for_ = 0;
     }
   } const released{*this};

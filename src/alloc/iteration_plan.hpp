@@ -190,6 +190,8 @@ class iteration_plan {
   /// When the detector proposes a period of `length` (0: none any more): the switch's memory is
   /// faulted in while the period is confirmed (switch_scratch_), or given back.
   void prepare_switch(std::uint64_t length) noexcept;
+  /// The switch's prepared memory goes back, but for what blocks_ holds of it.
+  void release_switch_memory() noexcept;
   /// With a period found: whether `next` (the request about to be numbered) is its first; if
   /// so the plan starts (or the pools settle), else the period is rejected.
   [[nodiscard]] bool begin_with(const request& next);

@@ -205,8 +205,13 @@ class block_placer {
  public:
   block_placer(std::span<const cyclic_lifetime> blocks, std::uint64_t period, std::span<const std::size_t> boundaries,
                std::pmr::memory_resource* scratch)
-      : blocks_(blocks), period_(period), boundaries_(boundaries), conflicts_{std::pmr::vector<std::size_t>(scratch), std::pmr::vector<std::uint32_t>(scratch)},
-        placed_(scratch), taken_(scratch), by_offset_(scratch) {
+      : blocks_(blocks),
+        period_(period),
+        boundaries_(boundaries),
+        conflicts_{std::pmr::vector<std::size_t>(scratch), std::pmr::vector<std::uint32_t>(scratch)},
+        placed_(scratch),
+        taken_(scratch),
+        by_offset_(scratch) {
     dense_ = overlapping_pairs(blocks, period, scratch) > 64 * blocks.size();
     if (!dense_) conflicts_ = time_conflicts(blocks, period, scratch);
     offsets_.assign(blocks.size(), 0);
@@ -286,8 +291,8 @@ class block_placer {
   conflict_lists conflicts_;  // sparse only
   std::vector<std::size_t> offsets_;
   std::size_t footprint_ = 0;
-  std::pmr::vector<placed_range> placed_;  // sparse: each block's bytes once placed (an empty range before), read
-                                      // together so a conflict costs one look-up
+  std::pmr::vector<placed_range> placed_;  // sparse: each block's bytes once placed (an empty range before),
+                                           // read together so a conflict costs one look-up
   std::pmr::vector<placed_range> taken_;
   std::pmr::vector<placed_block> by_offset_;  // dense: placed blocks in offset order
 };

@@ -10,7 +10,7 @@
 namespace streamsafe::detail {
 
 namespace {
-constexpr std::size_t huge_page = std::size_t{2} << 20;
+constexpr std::size_t huge_page = reserved_pages::alignment;
 }
 
 reserved_pages::reserved_pages(std::size_t bytes, bool huge) {

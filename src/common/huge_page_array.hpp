@@ -26,6 +26,8 @@ class reserved_pages {
   ~reserved_pages();
   reserved_pages(const reserved_pages&) = delete;
   reserved_pages& operator=(const reserved_pages&) = delete;
+  /// Where the reservation starts: a multiple of this (a huge page).
+  static constexpr std::size_t alignment = std::size_t{2} << 20;
   [[nodiscard]] void* base() const noexcept { return base_; }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
   /// Bytes from `offset` on are wanted no more: a helper faulting them in stops at its next

@@ -42,9 +42,9 @@ void prefaulted_resource::release() noexcept {
 
 void* prefaulted_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   if (current_.pages != nullptr) {
-    // The pages start on a 2 MiB boundary: alignments up to it hold inside them.
+    // The pages start on reserved_pages::alignment: alignments up to it hold inside them.
     const std::size_t start = (current_.used + alignment - 1) / alignment * alignment;
-    if (alignment <= populate_step && start < current_.pages->bytes() && bytes <= current_.pages->bytes() - start) {
+    if (alignment <= reserved_pages::alignment && start < current_.pages->bytes() && bytes <= current_.pages->bytes() - start) {
       current_.used = start + bytes;
       ++current_.outstanding;
       return static_cast<char*>(current_.pages->base()) + start;
