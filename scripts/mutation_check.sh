@@ -108,12 +108,6 @@ mutation_in alloc_repeat_plan_test plan-free-takes-expected-block-freed-already 
   '          blocks_[index].state == slot_state::live) {' '          true) {'
 mutation_in alloc_repeat_plan_test plan-free-takes-expected-block-elsewhere "$plan" \
   '      if (index != unplanned && blocks_[index].address == reinterpret_cast<std::uintptr_t>(ptr) &&' '      if (index != unplanned &&'
-mutation_in alloc_repeat_plan_test plan-ahead-used-for-other-lifetimes "$plan" \
-  '      !std::equal(lifetimes.begin(), lifetimes.end(), ahead_->lifetimes().begin(), ahead_->lifetimes().end(), same)) {' '      false) {'
-mutation_in alloc_repeat_plan_test plan-ahead-straddles-lent-ranges "$plan" \
-  '  if (ahead != nullptr && (ends.empty() || ahead->plan.footprint <= ends.front())) {' '  if (ahead != nullptr) {'
-mutation_in alloc_repeat_plan_test:RepeatDetector.* first-turn-not-turned-to-the-cut src/alloc/repeat_detector.cpp \
-  '  const std::uint64_t shift = (start_at_ + 1 - period_ - first_) % period_;' '  const std::uint64_t shift = 0;'
 mutation_in alloc_repeat_plan_test:PrefaultedResource.* prefaulted-pages-unmapped-in-use src/common/prefaulted_resource.cpp \
   '  if (current_.outstanding != 0) retiring_.push_back(std::move(current_));  // room reserved by prepare()' ''
 mutation_in alloc_repeat_plan_test:PrefaultedResource.* prefaulted-region-unmapped-at-first-free src/common/prefaulted_resource.cpp \

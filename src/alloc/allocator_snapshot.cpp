@@ -43,7 +43,7 @@ void write_stats(std::ostream& out, const allocator_stats& s) {
       << ",\"num_host_syncs\":" << s.num_host_syncs << ",\"device_calls\":" << s.device_calls.total()
       << ",\"num_plan_activations\":" << s.num_plan_activations << ",\"num_plan_derailments\":" << s.num_plan_derailments
       << ",\"num_planned_allocations\":" << s.num_planned_allocations << ",\"plan_arena_bytes\":" << s.plan_arena_bytes
-      << ",\"num_plans_made_ahead\":" << s.num_plans_made_ahead << '}';
+      << '}';
 }
 
 void write_segment(std::ostream& out, const segment& s, stream_id stream) {

@@ -17,10 +17,6 @@ namespace streamsafe::detail {
 
 namespace {
 
-/// The planner's temporaries, per request of the period: what planning a period of inference
-/// took, with room for denser lifetimes.
-constexpr std::size_t scratch_per_request = 256;
-
 /// A figure as allocator_stats gives it, from what it is now, its peak and all ever added.
 stat_counter counter_of(std::int64_t current, std::int64_t peak, std::uint64_t total) {
   return {current, peak, total, total - static_cast<std::uint64_t>(current)};
@@ -99,25 +95,6 @@ bool places_kept(const std::vector<lent_range>& free, const std::vector<std::siz
                  std::uint64_t period, std::vector<std::size_t>& offsets) {
   return !addresses.empty() && offsets_as_placed(free, ends, blocks, addresses, offsets) &&
          places_apart(blocks, offsets, period);
-}
-
-/// The blocks `period` plans (those with a lifetime), in request order: for each request its
-/// block's index goes to `block_at` and each block's last address to `addresses`, when given.
-std::vector<cyclic_lifetime> planned_lifetimes(const repeating_period& period, std::vector<std::size_t>* block_at,
-                                               std::vector<std::uintptr_t>* addresses = nullptr) {
-  // Sized at once: grown by doubling, a long period's lists would touch twice their pages.
-  const auto planned = static_cast<std::size_t>(
-      period.lifetimes.size() - std::count(period.lifetimes.begin(), period.lifetimes.end(), std::uint64_t{0}));
-  std::vector<cyclic_lifetime> lifetimes;
-  lifetimes.reserve(planned);
-  if (addresses != nullptr) addresses->reserve(planned);
-  for (std::size_t t = 0; t < period.requests.size(); ++t) {
-    if (period.lifetimes[t] == 0) continue;
-    if (block_at != nullptr) (*block_at)[t] = lifetimes.size();
-    lifetimes.push_back({period.requests[t].bytes, t, period.lifetimes[t]});
-    if (addresses != nullptr) addresses->push_back(period.addresses[t]);
-  }
-  return lifetimes;
 }
 
 bool same_ranges(const std::vector<lent_range>& a, const std::vector<lent_range>& b) {
@@ -279,7 +256,6 @@ void iteration_plan::after_period_found() {
   if (const std::uint64_t proposed = detector_.proposed_length(); proposed != scratch_for_) [[unlikely]] {
     prepare_switch(proposed);
   }
-  if (ahead_wanted_ && host_.device_calls() != calls_at_proposal_) [[unlikely]] plan_ahead();
   std::optional<repeating_period> period = detector_.take_period();
   if (!period) return;
   if (!unused()) {  // a plan needs its arena free
@@ -290,6 +266,8 @@ void iteration_plan::after_period_found() {
 }
 
 void iteration_plan::prepare_switch(std::uint64_t length) noexcept {
+  // What planning a period of inference took, per request, with room for denser lifetimes.
+  constexpr std::size_t scratch_per_request = 256;
   // A shorter period's switch touches a few megabytes: not worth a helper thread per proposal.
   constexpr std::uint64_t shortest_prepared = 8192;
   scratch_for_ = length;
@@ -299,52 +277,14 @@ void iteration_plan::prepare_switch(std::uint64_t length) noexcept {
   if (length < shortest_prepared || sequence_ < next_prepare_at_) return;
   next_prepare_at_ = sequence_ + length;
   switch_scratch_.prepare(length * scratch_per_request);
-  // A period the pools serve without device calls is held where they placed it, with no
-  // planning; one they serve with calls is planned, so once they call the device it is planned
-  // ahead.
-  ahead_wanted_ = true;
-  calls_at_proposal_ = host_.device_calls();
   // A period allocates at most every other request it lives through (each block it plans is
   // freed within it).
   block_memory_.prepare((length + 1) / 2 * sizeof(planned_block));
 }
 
 void iteration_plan::release_switch_memory() noexcept {
-  ahead_wanted_ = false;
-  ahead_.reset();  // a job running on runs to its end on its own
   switch_scratch_.release();
   block_memory_.release();
-}
-
-void iteration_plan::plan_ahead() noexcept {
-  ahead_wanted_ = false;
-  try {
-    std::vector<cyclic_lifetime> lifetimes = planned_lifetimes(detector_.first_turn(), nullptr);
-    if (lifetimes.empty()) return;
-    switch_scratch_.release();  // the job plans in memory of its own
-    ahead_ = std::make_unique<planning_job>(std::move(lifetimes), scratch_for_, std::vector<std::size_t>{},
-                                            scratch_for_ * scratch_per_request);
-  } catch (...) {
-    ahead_.reset();  // out of host memory: the switch plans, as without
-  }
-}
-
-const planning_state* iteration_plan::plan_made_ahead(const std::vector<cyclic_lifetime>& lifetimes,
-                                                      std::uint64_t length) const {
-  const auto same = [](const cyclic_lifetime& x, const cyclic_lifetime& y) {
-    return x.bytes == y.bytes && x.start == y.start && x.length == y.length;
-  };
-  // Compared before waiting: a plan of other blocks is not waited for.
-  if (ahead_ == nullptr || ahead_->period() != length ||
-      !std::equal(lifetimes.begin(), lifetimes.end(), ahead_->lifetimes().begin(), ahead_->lifetimes().end(), same)) {
-    return nullptr;
-  }
-  ahead_->wait();
-  try {
-    return &ahead_->result();
-  } catch (...) {
-    return nullptr;  // the planner failed there: it plans here
-  }
 }
 
 bool iteration_plan::same_plan(const repeating_period& period) const {
@@ -367,9 +307,20 @@ void iteration_plan::activate(repeating_period period) {
     phase_.store(phase::active, std::memory_order_release);
     return;
   }
-  std::vector<std::size_t> block_at(period.requests.size(), unplanned);
+  // Sized at once: grown by doubling, a long period's lists would touch twice their pages.
+  const auto planned = static_cast<std::size_t>(
+      period.lifetimes.size() - std::count(period.lifetimes.begin(), period.lifetimes.end(), std::uint64_t{0}));
+  std::vector<cyclic_lifetime> lifetimes;
   std::vector<std::uintptr_t> addresses;  // where the pools placed each block last period
-  const std::vector<cyclic_lifetime> lifetimes = planned_lifetimes(period, &block_at, &addresses);
+  lifetimes.reserve(planned);
+  addresses.reserve(planned);
+  std::vector<std::size_t> block_at(period.requests.size(), unplanned);
+  for (std::size_t t = 0; t < period.requests.size(); ++t) {
+    if (period.lifetimes[t] == 0) continue;
+    block_at[t] = lifetimes.size();
+    lifetimes.push_back({period.requests[t].bytes, t, period.lifetimes[t]});
+    addresses.push_back(period.addresses[t]);
+  }
   if (lifetimes.empty()) {
     settle();
     return;
@@ -439,9 +390,11 @@ bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes
   offset_plan plan;
   bool holds = false;
   try {
-    holds = !lent.empty() && host_.within_slack(peak_live_bytes(lifetimes, period, &switch_scratch_)) &&
+    std::pmr::memory_resource* scratch = &switch_scratch_;
+    holds = !lent.empty() && host_.within_slack(peak_live_bytes(lifetimes, period, scratch)) &&
             (places_kept(lent, ends, lifetimes, addresses, period, plan.offsets) ||
-             (how == placement::or_planned && (plan = plan_over(lifetimes, period, ends)).footprint <= total));
+             (how == placement::or_planned &&
+              (plan = plan_offsets(lifetimes, period, ends, scratch)).footprint <= total));
   } catch (...) {
     for (const lent_range& r : lent) host_.take_back(r, {});  // the plan never touched them
     throw;
@@ -542,21 +495,9 @@ bool iteration_plan::install_job() {
   return false;
 }
 
-offset_plan iteration_plan::plan_over(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
-                                      const std::vector<std::size_t>& ends) {
-  // Made without boundaries, the plan made ahead may be used where its whole footprint lies in
-  // the first range: no block of it can straddle a boundary there.
-  const planning_state* const ahead = plan_made_ahead(lifetimes, period);
-  if (ahead != nullptr && (ends.empty() || ahead->plan.footprint <= ends.front())) {
-    ++plans_made_ahead_;
-    return ahead->plan;
-  }
-  return plan_offsets(lifetimes, period, ends, &switch_scratch_);
-}
-
 bool iteration_plan::plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                        std::vector<std::size_t>& offsets) {
-  offset_plan plan = plan_over(lifetimes, period, {});
+  offset_plan plan = plan_offsets(lifetimes, period, {}, &switch_scratch_);
   // The pools never call into the plan, so their locks may be taken under ours.
   host_.release_pool_cache();
   if (!map_arena(round_up(plan.footprint, granularity_))) return false;
@@ -1073,7 +1014,6 @@ void iteration_plan::add_stats(allocator_stats& total) const {
   total.num_plan_activations = activations_;
   total.num_plan_derailments = derailments_;
   total.num_planned_allocations = planned_requests_;
-  total.num_plans_made_ahead = plans_made_ahead_;
   total.plan_arena_bytes = arena_bytes();
 }
 

@@ -241,17 +241,6 @@ class iteration_plan {
   /// Plans `lifetimes` in one arena mapped for them; false when the device has no room.
   [[nodiscard]] bool plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                        std::vector<std::size_t>& offsets);
-  /// Offsets for `lifetimes` over ranges ending at `ends` (none: one arena): the plan made ahead
-  /// when it is theirs and lies in the first range alone, else the planner's, made now.
-  [[nodiscard]] offset_plan plan_over(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
-                                      const std::vector<std::size_t>& ends);
-  /// Starts planning the period proposed, from the log's first turn, on a thread (ahead_); nothing when
-  /// it has no block to plan or no host memory.
-  void plan_ahead() noexcept;
-  /// Waits for the plan made ahead; it, when it was made for exactly `lifetimes` of a period of
-  /// `length`, else null (a block's free came after the plan began, or the planner failed).
-  [[nodiscard]] const planning_state* plan_made_ahead(const std::vector<cyclic_lifetime>& lifetimes,
-                                                      std::uint64_t length) const;
   [[nodiscard]] bool map_arena(std::size_t bytes);
   /// The range of the arena holding `offset`, and the address there.
   [[nodiscard]] std::size_t range_at(std::size_t offset) const;
@@ -362,11 +351,6 @@ class iteration_plan {
   prefaulted_resource block_memory_;  // outlives blocks_, which keeps its storage there
   std::uint64_t scratch_for_ = 0;
   std::uint64_t next_prepare_at_ = 0;  // no preparation before this request
-  // The period proposed, planned from the log's first turn on a thread while it is confirmed: the
-  // switch then takes its offsets instead of planning (tens of milliseconds on a long period).
-  std::unique_ptr<planning_job> ahead_;
-  bool ahead_wanted_ = false;  // once the pools call the device again
-  std::uint64_t calls_at_proposal_ = 0;
   plan_book book_;
   std::unique_ptr<planning_job> job_;  // while planning
   std::vector<lent_range> job_view_;   // what the job plans over
@@ -408,7 +392,6 @@ class iteration_plan {
   std::uint64_t activations_ = 0;
   std::uint64_t derailments_ = 0;
   std::uint64_t planned_requests_ = 0;
-  std::uint64_t plans_made_ahead_ = 0;
 };
 
 }  // namespace streamsafe::detail

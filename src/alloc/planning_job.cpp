@@ -11,25 +11,22 @@ namespace {
 
 void plan(planning_state& s) noexcept {
   try {
-    s.plan = plan_offsets(s.lifetimes, s.period, s.boundaries, &s.scratch);
-    s.peak_live = peak_live_bytes(s.lifetimes, s.period, &s.scratch);
-    s.scratch.release();
+    s.plan = plan_offsets(s.lifetimes, s.period, s.boundaries);
+    s.peak_live = peak_live_bytes(s.lifetimes, s.period);
   } catch (...) {
     s.error = std::current_exception();
   }
   s.done.store(true, std::memory_order_release);
-  s.done.notify_all();
 }
 
 }  // namespace
 
 planning_job::planning_job(std::vector<cyclic_lifetime> lifetimes, std::uint64_t period,
-                           std::vector<std::size_t> boundaries, std::size_t scratch_bytes)
+                           std::vector<std::size_t> boundaries)
     : state_(std::make_shared<planning_state>()) {
   state_->lifetimes = std::move(lifetimes);
   state_->period = period;
   state_->boundaries = std::move(boundaries);
-  if (scratch_bytes != 0) state_->scratch.prepare(scratch_bytes);
   try {
     // Detached, holding its own share of the state: the allocator never waits for a job it
     // gave up, and its destruction does not either.

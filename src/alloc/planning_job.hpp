@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "alloc/offset_planner.hpp"
-#include "common/prefaulted_resource.hpp"
 
 namespace streamsafe::detail {
 
@@ -23,7 +22,6 @@ struct planning_state {
   std::size_t peak_live = 0;
   std::exception_ptr error;
   std::atomic<bool> done{false};
-  prefaulted_resource scratch;  // the planner's temporaries, used by the job's thread alone
 };
 
 /// Thread-safe to the extent that ready() may be called while the job runs; result() by the
@@ -32,19 +30,12 @@ struct planning_state {
 class planning_job {
  public:
   /// Starts the thread; when no thread can be started, plans on the caller's thread instead.
-  /// `scratch_bytes` of the planner's temporaries are faulted in ahead (the rest, from the heap).
-  planning_job(std::vector<cyclic_lifetime> lifetimes, std::uint64_t period, std::vector<std::size_t> boundaries,
-               std::size_t scratch_bytes = 0);
+  planning_job(std::vector<cyclic_lifetime> lifetimes, std::uint64_t period, std::vector<std::size_t> boundaries);
   planning_job(const planning_job&) = delete;
   planning_job& operator=(const planning_job&) = delete;
 
   /// Whether the plan is done (acquire: its outputs are visible after true).
   [[nodiscard]] bool ready() const noexcept { return state_->done.load(std::memory_order_acquire); }
-  /// What it plans: written before the thread starts and only read after, so readable while it runs.
-  [[nodiscard]] const std::vector<cyclic_lifetime>& lifetimes() const noexcept { return state_->lifetimes; }
-  [[nodiscard]] std::uint64_t period() const noexcept { return state_->period; }
-  /// Blocks until the plan is done.
-  void wait() const noexcept { state_->done.wait(false, std::memory_order_acquire); }
   /// The finished state; rethrows what the planner threw. Requires ready().
   [[nodiscard]] const planning_state& result() const;
 

@@ -217,25 +217,6 @@ repeating_period repeat_detector::cut_period() {
   return out;
 }
 
-repeating_period repeat_detector::first_turn() const {
-  // propose() places the cut's end at least two periods into the log, so its first period's
-  // length is logged, and a workload that began at its point of least live memory (a loop) has
-  // freed what that turn allocated soon after it ends.
-  repeating_period out;
-  if (period_ == 0) return out;
-  const std::uint64_t shift = (start_at_ + 1 - period_ - first_) % period_;
-  out.requests.reserve(period_);
-  out.lifetimes.reserve(period_);
-  for (std::uint64_t j = 0; j < period_; ++j) {
-    const std::uint64_t s = first_ + (j + shift) % period_;
-    const logged& entry = at(s);
-    out.requests.push_back(request_of(entry));
-    const bool known = entry.kind == request_kind::alloc && entry.freed_after != 0 && entry.freed_after < period_;
-    out.lifetimes.push_back(known ? entry.freed_after : 0);
-  }
-  return out;
-}
-
 std::optional<repeating_period> repeat_detector::take_period() {
   if (!ready_) return std::nullopt;
   repeating_period out = cut_period();

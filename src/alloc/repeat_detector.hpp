@@ -67,13 +67,6 @@ class repeat_detector {
   /// memory and the period has been confirmed; once. The caller then either takes it (and starts
   /// the detector over) or, when the next request is not the period's first, rejects it.
   [[nodiscard]] std::optional<repeating_period> take_period();
-  /// While a period is being confirmed (proposed_length() != 0): the first period's length of
-  /// the log, turned to begin where the period will be cut (so it has the cut's requests if the
-  /// period is confirmed), with the lifetimes seen there so far (a block whose free has not come
-  /// yet has 0, where the cut may know its lifetime), so that the period can be planned ahead;
-  /// the cut's lifetimes must be compared before such a plan is used. `addresses`,
-  /// `device_calls` and `first_sequence` are not set. Empty when no period is proposed.
-  [[nodiscard]] repeating_period first_turn() const;
   /// The period last taken was not one (the repetition ended where it seemed to begin again, as
   /// a run of identical layers does): its length is not proposed again until restart.
   void reject();

@@ -64,8 +64,7 @@ class caching_target final : public replay_target {
                            .plan_activations = s.num_plan_activations,
                            .plan_derailments = s.num_plan_derailments,
                            .planned_allocations = s.num_planned_allocations,
-                           .plan_arena_bytes = s.plan_arena_bytes,
-                           .plans_made_ahead = s.num_plans_made_ahead};
+                           .plan_arena_bytes = s.plan_arena_bytes};
   }
 
  private:
@@ -161,7 +160,6 @@ replay_result loop_replayer::run() {
   result.plan_derailments = end.plan_derailments;
   result.planned_allocations = end.planned_allocations;
   result.plan_arena_bytes = end.plan_arena_bytes;
-  result.plans_made_ahead = end.plans_made_ahead;
   result.ns_per_op =
       result.operations == 0 ? 0.0 : static_cast<double>(elapsed_ns) / static_cast<double>(result.operations);
   return result;

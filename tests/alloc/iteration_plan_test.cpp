@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -251,88 +250,6 @@ TEST_P(PlanFixture, AfterTwoPeriodsEveryPlannedRequestIsServedFromTheArena) {
   EXPECT_EQ(parts_->host.pool_releases, 1) << "the pools' cache goes back before the arena is mapped";
 }
 
-/// Planned blocks live at once, by address: a block that overlaps one of them is a plan that
-/// shares bytes between blocks alive together.
-class live_ranges {
- public:
-  /// False when [ptr, ptr + bytes) overlaps a range live now.
-  bool add(const void* ptr, std::size_t bytes) {
-    const auto at = reinterpret_cast<std::uintptr_t>(ptr);
-    const auto next = live_.lower_bound(at);
-    if (next != live_.end() && next->first < at + bytes) return false;
-    if (next != live_.begin() && std::prev(next)->second > at) return false;
-    live_.emplace(at, at + bytes);
-    return true;
-  }
-  void remove(const void* ptr) { live_.erase(reinterpret_cast<std::uintptr_t>(ptr)); }
-
- private:
-  std::map<std::uintptr_t, std::uintptr_t> live_;  // begin -> end
-};
-
-TEST_P(PlanFixture, ALongPeriodIsPlannedAheadWhileConfirmedAndItsBlocksAliveTogetherStayApart) {
-  // 8,206 requests: long enough to be planned on a thread once the pools call the device while
-  // the period is confirmed (this host calls it at every request).
-  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {2 * mib, 0, 0}, {0, 0, 0}, {3 * mib, 0, 0}, {0, 0, 1},
-                                                 {0, 0, 3}},
-                                                4100);
-  warm_up(steps);
-  EXPECT_EQ(plan_stats().num_plans_made_ahead, 1u) << "the switch planned the period again";
-  live_ranges live;
-  std::vector<live_block> blocks(steps.size());
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    const step& s = steps[i];
-    if (s.bytes == 0) {
-      if (blocks[s.frees].planned) live.remove(blocks[s.frees].ptr);
-      deallocate(blocks[s.frees]);
-      continue;
-    }
-    allocate(s.bytes, s.stream, blocks[i]);
-    ASSERT_TRUE(blocks[i].planned) << "request " << i;
-    ASSERT_TRUE(live.add(blocks[i].ptr, s.bytes)) << "request " << i << " shares bytes with a block still live";
-  }
-  EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
-}
-
-TEST_P(PlanFixture, APlanMadeAheadForOtherLifetimesThanThePeriodsIsNotUsed) {
-  // Each pass frees the 1 MiB block of the pass before after 100 requests; the first pass has
-  // none to free, so the log's first turn (planned ahead) has other lifetimes than the period
-  // cut later: the switch must plan the period itself.
-  std::mt19937 rng(3);
-  std::vector<std::size_t> sizes;
-  for (int i = 0; i < 4100; ++i) sizes.push_back(512 * (1 + rng() % 64));
-  live_ranges live;
-  std::optional<live_block> carried;
-  const auto pass = [&] {
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-      if (i == 50 && carried) {
-        if (carried->planned) live.remove(carried->ptr);
-        deallocate(*carried);
-        carried.reset();
-      }
-      if (i == 2000) {
-        carried.emplace();
-        allocate(1 * mib, 0, *carried);
-        if (carried->planned) ASSERT_TRUE(live.add(carried->ptr, 1 * mib)) << "the carried block shares bytes";
-      }
-      live_block b;
-      allocate(sizes[i], 0, b);
-      if (b.planned) ASSERT_TRUE(live.add(b.ptr, sizes[i])) << "request " << i << " shares bytes with a block still live";
-      if (b.planned) live.remove(b.ptr);
-      deallocate(b);
-    }
-  };
-  int passes = 0;
-  for (; passes < 8 && plan_stats().num_plan_activations == 0; ++passes) pass();
-  ASSERT_EQ(plan_stats().num_plan_activations, 1u) << "not planned in " << passes << " passes";
-  for (int i = 0; i < 2; ++i) pass();
-  const allocator_stats s = plan_stats();
-  EXPECT_EQ(s.num_plans_made_ahead, 0u) << "a plan of other lifetimes served the period";
-  EXPECT_EQ(s.num_plan_derailments, 0u);
-  EXPECT_GT(s.num_planned_allocations, 2 * sizes.size());
-  if (carried) deallocate(*carried);
-}
-
 void PlanFixture::expect_wait_for_another_streams_work(int served) {
   // A 1 MiB block on the lagging stream, freed; then a 1 MiB block on a: the plan puts both at
   // the same bytes, so a must wait for late's queued work first.
@@ -489,32 +406,6 @@ TEST_P(PlanFixture, APlanOverLentMemoryMapsNothingAndItsFirstBlocksWaitForTheLen
   EXPECT_EQ(returned.range.address, base);
   EXPECT_NE(std::find(returned.users.begin(), returned.users.end(), &parts_->a.impl()), returned.users.end())
       << "the pool's stream must be ordered after the plan's";
-}
-
-TEST_P(PlanFixture, APlanMadeAheadForOneArenaIsNotUsedOverLentRangesItWouldStraddle) {
-  // Two 3 MiB blocks live together, planned ahead for one arena at offsets 0 and 3 MiB; the pools
-  // lend two ranges of 4 MiB, so the second would run past the first range's end: the switch
-  // plans over the ranges instead, one block in each.
-  constexpr std::size_t range_bytes = 4 * mib;
-  const std::uintptr_t first = lend_from_late(range_bytes);
-  const std::uintptr_t second = lend_from_late(range_bytes);
-  const std::vector<step> steps = with_fillers({{3 * mib, 0, 0}, {3 * mib, 0, 0}, {0, 0, 0}, {0, 0, 1}}, 4100);
-  warm_up(steps);
-  const std::vector<live_block> blocks = iterate(steps);
-  const auto in_one_range = [&](const live_block& b) {
-    const auto at = reinterpret_cast<std::uintptr_t>(b.ptr);
-    return std::any_of(std::begin({first, second}), std::end({first, second}), [&](std::uintptr_t base) {
-      return at >= base && at + b.bytes <= base + range_bytes;
-    });
-  };
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    if (steps[i].bytes == 0) continue;
-    ASSERT_TRUE(blocks[i].planned) << "request " << i;
-    EXPECT_TRUE(in_one_range(blocks[i])) << "request " << i << " runs past the end of the range it begins in";
-  }
-  const allocator_stats s = plan_stats();
-  EXPECT_EQ(s.num_plans_made_ahead, 0u);
-  EXPECT_EQ(parts_->host.reserved, 0) << "no arena mapped";
 }
 
 TEST_P(PlanFixture, APeriodThePoolsServeWithoutCallsIsPlannedOnlyInTheirOwnMemory) {

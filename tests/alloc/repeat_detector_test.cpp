@@ -95,41 +95,6 @@ TEST(RepeatDetector, FindsTheIterationOfALoopAndStartsItWhereNothingIsLive) {
   EXPECT_EQ(found->first_sequence, 2 * per_iteration + 1);
 }
 
-TEST(RepeatDetector, TheFirstTurnTurnedToTheCutHasTheCutsRequestsAndLifetimes) {
-  // Each pass frees the block the pass before allocated after 100 requests and allocates the
-  // next after 200; the log begins with such a block and the tail of a pass, so the log repeats
-  // from its first request, and the period's point of least live memory (after the carried
-  // block's free) lies inside a pass: the first turn must be turned to begin there.
-  repeat_detector detector;
-  feeder feed(detector);
-  std::mt19937 rng(5);
-  std::vector<std::size_t> sizes;
-  for (int i = 0; i < 150; ++i) sizes.push_back(512 * (1 + rng() % 64));
-  const auto pairs = [&](std::size_t from, std::size_t to) {
-    for (std::size_t i = from; i < to; ++i) feed.free(feed.alloc(sizes[i]));
-  };
-  std::optional<repeating_period> turn;  // first_turn() as soon as a period is proposed
-  std::optional<repeating_period> found;
-  std::uint64_t carried = feed.alloc(3 * 4096);
-  pairs(100, 150);
-  for (int pass = 0; pass < 4 && !found; ++pass) {
-    for (std::size_t i = 0; i < 150 && !found; ++i) {
-      if (i == 50) feed.free(carried);
-      if (i == 100) carried = feed.alloc(3 * 4096);
-      feed.free(feed.alloc(sizes[i]));
-      if (!turn && detector.proposed_length() != 0) turn = detector.first_turn();
-      found = detector.take_period();
-    }
-  }
-  ASSERT_TRUE(found.has_value());
-  ASSERT_TRUE(turn.has_value()) << "a period is proposed before it is cut";
-  const std::size_t period = found->requests.size();
-  EXPECT_EQ(period, 302u);
-  EXPECT_NE(found->first_sequence % period, 1u) << "the cut must begin inside a pass, or this test sees nothing";
-  EXPECT_EQ(turn->requests, found->requests);
-  EXPECT_EQ(turn->lifetimes, found->lifetimes);
-}
-
 TEST(RepeatDetector, NamesWhereEachBlockOfThePeriodLayWhenItsLifetimeWasSeen) {
   // Each block lies somewhere new every pass. A block carried into the next pass (freed there)
   // is not freed yet when the period is cut: its place is the one of the pass before, whose

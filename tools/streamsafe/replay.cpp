@@ -108,7 +108,7 @@ void print_json(const replay_result& r, const Device& device, const std::string&
       "\"peak_reserved_bytes\":%llu,\"reserved_over_live\":%.4f,\"original_peak_reserved_bytes\":%llu,"
       "\"original_reserved_over_live\":%.4f,\"device_allocations\":%llu,\"unmatched_frees\":%llu,\"ns_per_op\":%.1f,"
       "\"iterations\":%zu,\"busy\":%s,\"headroom\":%g,\"record_streams\":%llu,\"plan_activations\":%llu,\"plan_derailments\":%llu,"
-      "\"planned_allocations\":%llu,\"plan_arena_bytes\":%llu,\"plans_made_ahead\":%llu",
+      "\"planned_allocations\":%llu,\"plan_arena_bytes\":%llu",
       device.name().c_str(), policy.c_str(), static_cast<unsigned long long>(r.operations), r.streams,
       std::string(free_point_name(r.free_point)).c_str(), static_cast<unsigned long long>(r.peak_live_bytes),
       static_cast<unsigned long long>(r.peak_reserved_bytes), ratio(r.peak_reserved_bytes, r.peak_live_bytes),
@@ -117,8 +117,7 @@ void print_json(const replay_result& r, const Device& device, const std::string&
       static_cast<unsigned long long>(r.unmatched_frees), r.ns_per_op, r.iterations.size(),
       setup.busy ? "true" : "false", setup.headroom, static_cast<unsigned long long>(r.record_streams),
       static_cast<unsigned long long>(r.plan_activations), static_cast<unsigned long long>(r.plan_derailments),
-      static_cast<unsigned long long>(r.planned_allocations), static_cast<unsigned long long>(r.plan_arena_bytes),
-      static_cast<unsigned long long>(r.plans_made_ahead));
+      static_cast<unsigned long long>(r.planned_allocations), static_cast<unsigned long long>(r.plan_arena_bytes));
   print_phase_json("first", first_iteration(r));
   if (r.iterations.size() > 1) {
     print_phase_json("steady", steady_state(r));
@@ -167,11 +166,9 @@ void print_text(const std::string& path, const replay_result& r, const Device& d
   std::printf("device allocations: %llu\nhost time: %.1f ns per op\n",
               static_cast<unsigned long long>(r.device_allocations), r.ns_per_op);
   if (r.plan_activations != 0 || r.plan_derailments != 0) {
-    std::printf("repeat plan: %llu activation(s) (%llu planned ahead), %llu derailment(s), %llu allocations served from a "
-                "%.1f MiB arena\n",
-                static_cast<unsigned long long>(r.plan_activations), static_cast<unsigned long long>(r.plans_made_ahead),
-                static_cast<unsigned long long>(r.plan_derailments), static_cast<unsigned long long>(r.planned_allocations),
-                static_cast<double>(r.plan_arena_bytes) / mib);
+    std::printf("repeat plan: %llu activation(s), %llu derailment(s), %llu allocations served from a %.1f MiB arena\n",
+                static_cast<unsigned long long>(r.plan_activations), static_cast<unsigned long long>(r.plan_derailments),
+                static_cast<unsigned long long>(r.planned_allocations), static_cast<double>(r.plan_arena_bytes) / mib);
   }
   if (r.unmatched_frees != 0) {
     std::printf("skipped %llu frees or record_streams of addresses allocated before the trace began\n",

@@ -76,13 +76,11 @@ struct allocator_stats {
   std::int64_t pending_free_blocks = 0;
   /// The repeat plan (docs/allocator.md, "Steady state"): times a plan was put to use (a new
   /// arena, or the same plan again), times the workload left it, allocations served from it, and
-  /// the bytes its arena holds (counted in reserved_bytes too); and the switches to a plan that
-  /// took offsets planned on a thread while the period was confirmed.
+  /// the bytes its arena holds (counted in reserved_bytes too).
   std::uint64_t num_plan_activations = 0;
   std::uint64_t num_plan_derailments = 0;
   std::uint64_t num_planned_allocations = 0;
   std::uint64_t plan_arena_bytes = 0;
-  std::uint64_t num_plans_made_ahead = 0;
   device_call_counts device_calls;  ///< device-wide
 };
 

@@ -99,7 +99,6 @@ struct replay_result {
   std::uint64_t plan_derailments = 0;
   std::uint64_t planned_allocations = 0;
   std::uint64_t plan_arena_bytes = 0;
-  std::uint64_t plans_made_ahead = 0;
   replay_free_point free_point = replay_free_point::requested;
   std::vector<replay_iteration> iterations;  ///< one per pass, in order
 };
@@ -158,7 +157,6 @@ struct replay_counters {
   std::uint64_t plan_derailments = 0;
   std::uint64_t planned_allocations = 0;
   std::uint64_t plan_arena_bytes = 0;
-  std::uint64_t plans_made_ahead = 0;
 };
 
 /// The allocator a replay drives, so that one loop (the same passes, the same busy work)
