@@ -125,6 +125,7 @@ class caching_allocator_impl final : public plan_host {
     mappings_.tell(at, bytes, change);
   }
   [[nodiscard]] std::uint64_t device_calls() const override { return source_->total(); }
+  [[nodiscard]] std::uint64_t host_syncs() const override { return books_.figures().num_host_syncs; }
   void release_free_memory(stream_pool& pool);
   void wait_for_pending();
   void reclaim(const std::vector<finished_free>& done);

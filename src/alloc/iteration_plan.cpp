@@ -186,8 +186,8 @@ bool iteration_plan::begin_with(const request& next) {
   if (!found_) return false;
   repeating_period period = std::move(*found_);
   found_.reset();
-  if (period.requests.front() != next) {
-    detector_.reject();
+  if (period.requests[(sequence_ + 1 - period.first_sequence) % period.requests.size()] != next) {
+    if (!period.unconfirmed) detector_.reject();  // an unconfirmed one: the detector judges it as it comes
     return false;
   }
   detector_.drop_period();
@@ -199,6 +199,7 @@ bool iteration_plan::begin_with(const request& next) {
 iteration_plan::served iteration_plan::log_alloc(std::size_t rounded, StreamImpl& stream) {
   if (take_disturbed()) detector_.restart();
   const std::uint64_t sequence = ++sequence_;
+  if (!detector_.continues_at(sequence)) [[unlikely]] syncs_at_log_start_ = host_.host_syncs();
   detector_.note_alloc(sequence, rounded, stream.id(), host_.device_calls());
   after_period_found();
   return {nullptr, sequence};
@@ -206,6 +207,7 @@ iteration_plan::served iteration_plan::log_alloc(std::size_t rounded, StreamImpl
 
 void iteration_plan::log_free(std::uint64_t allocated_at, std::uintptr_t address) {
   if (take_disturbed()) detector_.restart();
+  if (!detector_.continues_at(sequence_ + 1)) [[unlikely]] syncs_at_log_start_ = host_.host_syncs();
   detector_.note_free(++sequence_, allocated_at, host_.device_calls(), address);
   after_period_found();
 }
@@ -255,6 +257,14 @@ void iteration_plan::settle() {
 void iteration_plan::after_period_found() {
   if (const std::uint64_t proposed = detector_.proposed_length(); proposed != scratch_for_) [[unlikely]] {
     prepare_switch(proposed);
+  }
+  if (std::optional<repeating_period> unconfirmed = detector_.take_unconfirmed_period()) {
+    // Pools that will hold the period where they placed it make no call while it is confirmed:
+    // it is served from its next start, held so. Others move memory in every turn waited.
+    if (unused() && serve_unconfirmed(*unconfirmed)) {
+      found_ = std::move(unconfirmed);
+      return;
+    }
   }
   std::optional<repeating_period> period = detector_.take_period();
   if (!period) return;
@@ -307,20 +317,10 @@ void iteration_plan::activate(repeating_period period) {
     phase_.store(phase::active, std::memory_order_release);
     return;
   }
-  // Sized at once: grown by doubling, a long period's lists would touch twice their pages.
-  const auto planned = static_cast<std::size_t>(
-      period.lifetimes.size() - std::count(period.lifetimes.begin(), period.lifetimes.end(), std::uint64_t{0}));
-  std::vector<cyclic_lifetime> lifetimes;
-  std::vector<std::uintptr_t> addresses;  // where the pools placed each block last period
-  lifetimes.reserve(planned);
-  addresses.reserve(planned);
-  std::vector<std::size_t> block_at(period.requests.size(), unplanned);
-  for (std::size_t t = 0; t < period.requests.size(); ++t) {
-    if (period.lifetimes[t] == 0) continue;
-    block_at[t] = lifetimes.size();
-    lifetimes.push_back({period.requests[t].bytes, t, period.lifetimes[t]});
-    addresses.push_back(period.addresses[t]);
-  }
+  planned_blocks blocks = blocks_of(period);
+  std::vector<cyclic_lifetime>& lifetimes = blocks.lifetimes;
+  std::vector<std::uintptr_t>& addresses = blocks.addresses;
+  std::vector<std::size_t>& block_at = blocks.block_at;
   if (lifetimes.empty()) {
     settle();
     return;
@@ -328,7 +328,7 @@ void iteration_plan::activate(repeating_period period) {
   if (has_arena()) release_arena();
   const std::uint64_t length = period.requests.size();
   std::vector<std::size_t> offsets;
-  const bool pools_settled = period.device_calls == 0;
+  const bool pools_settled = period.device_calls == 0 && !period.unconfirmed;
   // A period the pools served without a device call is held where they placed it, when that is
   // in the memory they lend now: nothing to plan.
   if (!pools_settled) addresses.clear();
@@ -372,6 +372,67 @@ void iteration_plan::start_plan(const std::vector<cyclic_lifetime>& lifetimes, c
   publish_ranges(ranges_);
   ++activations_;
   phase_.store(phase::active, std::memory_order_release);
+}
+
+iteration_plan::planned_blocks iteration_plan::blocks_of(const repeating_period& period) {
+  // Sized at once: grown by doubling, a long period's lists would touch twice their pages.
+  const auto planned = static_cast<std::size_t>(
+      period.lifetimes.size() - std::count(period.lifetimes.begin(), period.lifetimes.end(), std::uint64_t{0}));
+  planned_blocks out;
+  out.lifetimes.reserve(planned);
+  out.addresses.reserve(planned);
+  out.block_at.assign(period.requests.size(), unplanned);
+  for (std::size_t t = 0; t < period.requests.size(); ++t) {
+    if (period.lifetimes[t] == 0) continue;
+    out.block_at[t] = out.lifetimes.size();
+    out.lifetimes.push_back({period.requests[t].bytes, t, period.lifetimes[t]});
+    out.addresses.push_back(period.addresses[t]);
+  }
+  return out;
+}
+
+bool iteration_plan::serve_unconfirmed(const repeating_period& period) {
+  if (host_.host_syncs() == syncs_at_log_start_) return false;  // pools that only grew hold still
+  // A period whose largest block fits in no free run of the pools (its served blocks' bytes
+  // counted free) needs an arena of its own: each turn waited would only move memory first.
+  std::size_t largest = 0;
+  for (std::size_t t = 0; t < period.requests.size(); ++t) {
+    if (period.lifetimes[t] != 0) largest = std::max(largest, period.requests[t].bytes);
+  }
+  return largest > largest_free_run(period) && !held_as_placed(period);
+}
+
+std::vector<lent_range> iteration_plan::free_with_served(const repeating_period& period, const planned_blocks& blocks) {
+  // The blocks of the period's first requests, served since its start, are live in the pools;
+  // if the pools hold still, they lie where they lay last turn, and their bytes count as free.
+  const std::uint64_t served = (sequence_ + 1 - period.first_sequence) % period.requests.size();
+  std::vector<lent_range> view = host_.free_memory_view(max_ranges);
+  for (std::size_t i = 0; i < blocks.lifetimes.size() && blocks.lifetimes[i].start < served; ++i) {
+    if (blocks.addresses[i] != 0) view.push_back({blocks.addresses[i], blocks.lifetimes[i].bytes, nullptr});
+  }
+  std::sort(view.begin(), view.end(), [](const lent_range& x, const lent_range& y) { return x.address < y.address; });
+  std::vector<lent_range> merged;
+  for (const lent_range& r : view) {
+    if (!merged.empty() && r.address <= merged.back().address + merged.back().bytes) {
+      merged.back().bytes = std::max(merged.back().bytes, r.address + r.bytes - merged.back().address);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
+}
+
+std::size_t iteration_plan::largest_free_run(const repeating_period& period) {
+  std::size_t largest = 0;
+  for (const lent_range& r : free_with_served(period, blocks_of(period))) largest = std::max(largest, r.bytes);
+  return largest;
+}
+
+bool iteration_plan::held_as_placed(const repeating_period& period) {
+  const planned_blocks blocks = blocks_of(period);
+  const std::vector<lent_range> free = free_with_served(period, blocks);
+  std::vector<std::size_t> offsets;
+  return places_kept(free, range_ends(free), blocks.lifetimes, blocks.addresses, period.requests.size(), offsets);
 }
 
 bool iteration_plan::fits_as_placed(const std::vector<cyclic_lifetime>& lifetimes,

@@ -98,6 +98,8 @@ class plan_host {
   /// of the arena (allocator_observer::on_mapping); never throws.
   virtual void tell_mapping(std::uintptr_t at, std::size_t bytes, mapping_change change) noexcept = 0;
   [[nodiscard]] virtual std::uint64_t device_calls() const = 0;
+  /// The host synchronizations the allocator made so far (a pool moving memory makes one).
+  [[nodiscard]] virtual std::uint64_t host_syncs() const = 0;
 };
 
 class iteration_plan {
@@ -227,6 +229,23 @@ class iteration_plan {
   /// Where the plan placed the block allocated by request `allocated_at` (0: not a block of it).
   [[nodiscard]] std::uintptr_t planned_address(std::uint64_t allocated_at) const;
   [[nodiscard]] bool same_plan(const repeating_period& period) const;
+  /// The blocks a period plans (its allocations with a lifetime), in request order.
+  struct planned_blocks {
+    std::vector<cyclic_lifetime> lifetimes;
+    std::vector<std::uintptr_t> addresses;  // where the pools placed each block last period
+    std::vector<std::size_t> block_at;      // for each request: its block, or unplanned
+  };
+  [[nodiscard]] static planned_blocks blocks_of(const repeating_period& period);
+  /// Whether an unconfirmed period is served at once: when the pools moved memory while the
+  /// log was kept (they will again in every turn waited) and would not hold it where they placed
+  /// it last turn (a period held so is confirmed first, and costs no call meanwhile).
+  [[nodiscard]] bool serve_unconfirmed(const repeating_period& period);
+  /// The pools' free runs, with the bytes of the blocks an unconfirmed period served already
+  /// (where they lay last turn) counted free, merged by address.
+  [[nodiscard]] std::vector<lent_range> free_with_served(const repeating_period& period, const planned_blocks& blocks);
+  [[nodiscard]] std::size_t largest_free_run(const repeating_period& period);
+  /// Whether the pools would hold an unconfirmed period where they placed it last turn.
+  [[nodiscard]] bool held_as_placed(const repeating_period& period);
   /// Where a plan over the pools' memory puts its blocks: where the pools placed them last
   /// period, when `addresses` names them and they fit (else, or_planned: where the planner says).
   enum class placement : std::uint8_t { as_placed, or_planned };
@@ -319,6 +338,7 @@ class iteration_plan {
   allocator_observer* observer_;
   bool plan_in_background_;
 
+  std::uint64_t syncs_at_log_start_ = 0;  // host_.host_syncs() when the detector's log began
   std::atomic<phase> phase_{phase::recording};
   std::atomic<bool> disturbed_{false};
   // The arena's ranges by address, for owns() without the lock: written only while no block of

@@ -73,11 +73,13 @@ void repeat_detector::reject() {
   if (period_ != 0) rejected_.push_back(period_);
   period_ = 0;
   ready_ = false;
+  unconfirmed_at_ = 0;
 }
 
 void repeat_detector::drop_period() {
   period_ = 0;
   ready_ = false;
+  unconfirmed_at_ = 0;
 }
 
 void repeat_detector::forbid(std::uint64_t length) {
@@ -88,6 +90,7 @@ void repeat_detector::restart() {
   rejected_.clear();
   log_.clear();
   windows_.clear();
+  first_window_ = {0, sighting{}};
   calls_.clear();
   live_bytes_ = 0;
   streams_.clear();
@@ -124,14 +127,25 @@ void repeat_detector::append(std::uint64_t sequence, const request& r, std::int6
 }
 
 void repeat_detector::look_for_period(std::uint64_t latest) {
+  // The log's first window is always remembered: a loop that began where the log did is seen
+  // again as soon as its second turn has begun, whatever its windows hash to.
+  if (log_.size() == window) first_window_ = {window_hash_, sighting{latest, live_bytes_}};
+  if (window_hash_ == first_window_.first && first_window_.second.at != 0 && latest != first_window_.second.at &&
+      period_ == 0) {
+    consider(latest, first_window_.second);
+  }
   if ((mix(window_hash_) & sample_mask) != 0) return;
   const auto [it, fresh] = windows_.try_emplace(window_hash_, sighting{latest, live_bytes_});
   if (fresh) return;
   // The next sighting compares with this one, even while a period is confirmed: a stale
   // sighting would propose a multiple of the period.
   const sighting seen_then = std::exchange(it->second, sighting{latest, live_bytes_});
-  const std::uint64_t seen = seen_then.at;
   if (period_ != 0) return;
+  consider(latest, seen_then);
+}
+
+void repeat_detector::consider(std::uint64_t latest, const sighting& seen_then) {
+  const std::uint64_t seen = seen_then.at;
   const std::uint64_t period = latest - seen;
   // A period explains the whole log: its first sighting is within a few periods of the log's
   // start (warm-up requests come first; a stretch that repeats inside a longer period, such as
@@ -164,6 +178,12 @@ std::uint64_t repeat_detector::least_live(std::uint64_t first, std::uint64_t las
   }
 }
 
+std::int64_t repeat_detector::live_after(std::uint64_t sequence, std::uint64_t last, std::int64_t live_after_last) const {
+  std::int64_t live = live_after_last;
+  for (std::uint64_t s = last; s > sequence; --s) live -= live_delta(s);
+  return live;
+}
+
 std::uint64_t repeat_detector::calls_at(std::uint64_t sequence) const {
   const auto after = std::upper_bound(calls_.begin(), calls_.end(), sequence,
                                       [](std::uint64_t s, const auto& change) { return s < change.first; });
@@ -175,12 +195,19 @@ void repeat_detector::propose(std::uint64_t latest, std::uint64_t period) {
   // The period is cut from its point of least live memory on; every request of the cut must
   // equal the one a period before: those logged already are compared now, the rest as they come.
   std::uint64_t start_at = least + period;
+  // When the log's first turn frees all it allocates (a loop that began where the log did), the
+  // period can be served from that turn's end at once, unconfirmed. A stretch that repeats
+  // inside a longer period (identical layers) seldom begins where the log does and frees all.
+  const std::uint64_t first_turn_end = first_ + period - 1;
+  const std::uint64_t unconfirmed_at =
+      first_turn_end < latest && live_after(first_turn_end, latest, live_bytes_) == 0 ? first_turn_end : 0;
   while (start_at + 1 < first_ + 2 * period) start_at += period;
   for (std::uint64_t s = start_at + 1 - period; s <= latest; ++s) {
     if (!at(s).same(at(s - period))) return;
   }
   period_ = period;
   start_at_ = start_at;
+  unconfirmed_at_ = unconfirmed_at;
 }
 
 void repeat_detector::confirm(std::uint64_t latest) {
@@ -191,8 +218,8 @@ void repeat_detector::confirm(std::uint64_t latest) {
   if (latest == start_at_) ready_ = true;
 }
 
-std::uint64_t repeat_detector::instance_with_lifetime(std::uint64_t sequence) const {
-  for (const std::uint64_t instance : {sequence, sequence - period_}) {
+std::uint64_t repeat_detector::instance_with_lifetime(std::uint64_t sequence, std::int64_t other) const {
+  for (const std::uint64_t instance : {sequence, sequence + static_cast<std::uint64_t>(other)}) {
     if (!logged_here(instance)) continue;
     const std::uint64_t after = at(instance).freed_after;
     if (after != 0 && after < period_) return instance;
@@ -200,27 +227,35 @@ std::uint64_t repeat_detector::instance_with_lifetime(std::uint64_t sequence) co
   return 0;
 }
 
-repeating_period repeat_detector::cut_period() {
+repeating_period repeat_detector::cut_period(std::uint64_t last, std::int64_t other) {
   repeating_period out;
-  const std::uint64_t first = start_at_ + 1 - period_;
+  const std::uint64_t first = last + 1 - period_;
   out.requests.reserve(period_);
   out.lifetimes.reserve(period_);
   out.addresses.reserve(period_);
-  for (std::uint64_t s = first; s <= start_at_; ++s) {
+  for (std::uint64_t s = first; s <= last; ++s) {
     out.requests.push_back(request_of(at(s)));
-    const std::uint64_t instance = at(s).kind == request_kind::alloc ? instance_with_lifetime(s) : 0;
+    const std::uint64_t instance = at(s).kind == request_kind::alloc ? instance_with_lifetime(s, other) : 0;
     out.lifetimes.push_back(instance == 0 ? 0 : at(instance).freed_after);
     out.addresses.push_back(instance == 0 ? 0 : at(instance).other);
   }
-  out.device_calls = calls_at(start_at_) - calls_at(start_at_ - period_);
-  out.first_sequence = start_at_ + 1;
+  out.device_calls = calls_at(last) - calls_at(last - period_);
+  out.first_sequence = last + 1;
   return out;
 }
 
 std::optional<repeating_period> repeat_detector::take_period() {
   if (!ready_) return std::nullopt;
-  repeating_period out = cut_period();
+  repeating_period out = cut_period(start_at_, -static_cast<std::int64_t>(period_));
   ready_ = false;
+  return out;
+}
+
+std::optional<repeating_period> repeat_detector::take_unconfirmed_period() {
+  if (period_ == 0 || unconfirmed_at_ == 0) return std::nullopt;
+  // A block still live at the cut takes its lifetime from its next instance, when that is over.
+  repeating_period out = cut_period(std::exchange(unconfirmed_at_, 0), static_cast<std::int64_t>(period_));
+  out.unconfirmed = true;
   return out;
 }
 

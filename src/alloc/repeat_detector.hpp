@@ -44,6 +44,9 @@ struct repeating_period {
   std::vector<std::uintptr_t> addresses;
   std::uint64_t device_calls = 0;  // made during the last period seen
   std::uint64_t first_sequence = 0;  // the sequence number of requests[0] in the next period
+  /// Taken at its first sighting, unconfirmed: the turn cut ended before the latest request, so
+  /// the period being served began already (its first requests went to the pools).
+  bool unconfirmed = false;
 };
 
 /// Not thread-safe: the caller serializes (a workload that interleaves threads does not repeat).
@@ -67,6 +70,12 @@ class repeat_detector {
   /// memory and the period has been confirmed; once. The caller then either takes it (and starts
   /// the detector over) or, when the next request is not the period's first, rejects it.
   [[nodiscard]] std::optional<repeating_period> take_period();
+  /// Right after a proposal whose period is the log's first turn, when that turn freed all it
+  /// allocated: the period cut at that turn's end, which passed already (the requests since were
+  /// checked against the turn; the next one is the period's `sequence + 1 - first_sequence`-th),
+  /// before the rest of the period confirmed it; once per proposal. Taking it does not stop the
+  /// confirmation: drop_period() does.
+  [[nodiscard]] std::optional<repeating_period> take_unconfirmed_period();
   /// The period last taken was not one (the repetition ended where it seemed to begin again, as
   /// a run of identical layers does): its length is not proposed again until restart.
   void reject();
@@ -105,11 +114,17 @@ class repeat_detector {
   [[nodiscard]] request request_of(const logged& entry) const;
   void append(std::uint64_t sequence, const request& r, std::int64_t live_delta, std::uint64_t device_calls);
   void look_for_period(std::uint64_t latest);
+  struct sighting;
+  /// Proposes the period from the window seen at `seen_then` to the one ending at `latest`, if
+  /// it may be one.
+  void consider(std::uint64_t latest, const sighting& seen_then);
   /// How request `sequence` changed the live bytes of logged blocks.
   [[nodiscard]] std::int64_t live_delta(std::uint64_t sequence) const;
   /// The request in [first, last] after which the fewest bytes were live (the first such), given
   /// that `live_after_last` were live after `last`.
   [[nodiscard]] std::uint64_t least_live(std::uint64_t first, std::uint64_t last, std::int64_t live_after_last) const;
+  /// The live bytes of logged blocks after request `sequence`, given those after `last`.
+  [[nodiscard]] std::int64_t live_after(std::uint64_t sequence, std::uint64_t last, std::int64_t live_after_last) const;
   /// The allocator's device calls when request `sequence` was logged.
   [[nodiscard]] std::uint64_t calls_at(std::uint64_t sequence) const;
   void propose(std::uint64_t latest, std::uint64_t period);
@@ -119,10 +134,12 @@ class repeat_detector {
   [[nodiscard]] bool logged_here(std::uint64_t sequence) const noexcept {
     return sequence >= first_ && sequence < next_;
   }
-  [[nodiscard]] repeating_period cut_period();
-  /// The instance of the alloc at `sequence`, or of the one a period before, whose free came
-  /// within the period (0: neither's did).
-  [[nodiscard]] std::uint64_t instance_with_lifetime(std::uint64_t sequence) const;
+  /// The period of requests (last - period_, last], each alloc's lifetime from its own instance
+  /// or the one `other` requests later (a period before or after).
+  [[nodiscard]] repeating_period cut_period(std::uint64_t last, std::int64_t other);
+  /// The instance of the alloc at `sequence`, or of the one `other` requests later, whose free
+  /// came within the period (0: neither's did).
+  [[nodiscard]] std::uint64_t instance_with_lifetime(std::uint64_t sequence, std::int64_t other) const;
 
   std::size_t capacity_;
   huge_page_array<logged> log_;
@@ -135,6 +152,7 @@ class repeat_detector {
     std::int64_t live_bytes = 0;   // live bytes of logged blocks then
   };
   std::unordered_map<std::uint64_t, sighting> windows_;  // sampled window hash -> its last sighting
+  std::pair<std::uint64_t, sighting> first_window_{0, sighting{}};  // the log's first window: hash, sighting
   std::int64_t live_bytes_ = 0;  // live bytes of logged blocks after the last request
   // (first request, device calls from it on), appended when the allocator's count moved.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> calls_;
@@ -145,6 +163,7 @@ class repeat_detector {
   std::uint64_t confirmed_from_ = 0;  // first request checked against the one a period before
   std::uint64_t start_at_ = 0;        // the period is cut when this request is logged
   bool ready_ = false;
+  std::uint64_t unconfirmed_at_ = 0;  // the cut a proposal passed already (0: none to take)
   std::vector<std::uint64_t> rejected_;  // period lengths that ended at their own start
   std::vector<std::uint64_t> forbidden_;  // period lengths whose plans derailed at once
 };
