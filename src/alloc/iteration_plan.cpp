@@ -329,6 +329,9 @@ void iteration_plan::activate(repeating_period period) {
   const std::uint64_t length = period.requests.size();
   std::vector<std::size_t> offsets;
   const bool pools_settled = period.device_calls == 0 && !period.unconfirmed;
+  // An unconfirmed period is served only when its largest block fits in no free run of the
+  // pools (serve_unconfirmed): planning it over their memory would fail.
+  const bool needs_arena = period.unconfirmed;
   // A period the pools served without a device call is held where they placed it, when that is
   // in the memory they lend now: nothing to plan.
   if (!pools_settled) addresses.clear();
@@ -346,7 +349,7 @@ void iteration_plan::activate(repeating_period period) {
     if (!start_job(std::move(lifetimes))) settle();  // nothing to lend: the pools go on
     return;
   }
-  if (!plan_in_place(lifetimes, length, addresses, placement::or_planned, offsets) &&
+  if ((needs_arena || !plan_in_place(lifetimes, length, addresses, placement::or_planned, offsets)) &&
       (pools_settled || !plan_in_new_arena(lifetimes, length, offsets))) {
     settle();  // no room for the arena: the pools go on, and a later growth looks again
     return;
@@ -393,46 +396,36 @@ iteration_plan::planned_blocks iteration_plan::blocks_of(const repeating_period&
 
 bool iteration_plan::serve_unconfirmed(const repeating_period& period) {
   if (host_.host_syncs() == syncs_at_log_start_) return false;  // pools that only grew hold still
-  // A period whose largest block fits in no free run of the pools (its served blocks' bytes
-  // counted free) needs an arena of its own: each turn waited would only move memory first.
+  // A period whose largest block fits in no free run of the pools (the bytes of the blocks it
+  // served already counted free) can neither be held where the pools placed it nor planned in
+  // their memory: it needs an arena of its own, and each turn waited would only move memory.
   std::size_t largest = 0;
   for (std::size_t t = 0; t < period.requests.size(); ++t) {
     if (period.lifetimes[t] != 0) largest = std::max(largest, period.requests[t].bytes);
   }
-  return largest > largest_free_run(period) && !held_as_placed(period);
-}
-
-std::vector<lent_range> iteration_plan::free_with_served(const repeating_period& period, const planned_blocks& blocks) {
-  // The blocks of the period's first requests, served since its start, are live in the pools;
-  // if the pools hold still, they lie where they lay last turn, and their bytes count as free.
-  const std::uint64_t served = (sequence_ + 1 - period.first_sequence) % period.requests.size();
-  std::vector<lent_range> view = host_.free_memory_view(max_ranges);
-  for (std::size_t i = 0; i < blocks.lifetimes.size() && blocks.lifetimes[i].start < served; ++i) {
-    if (blocks.addresses[i] != 0) view.push_back({blocks.addresses[i], blocks.lifetimes[i].bytes, nullptr});
-  }
-  std::sort(view.begin(), view.end(), [](const lent_range& x, const lent_range& y) { return x.address < y.address; });
-  std::vector<lent_range> merged;
-  for (const lent_range& r : view) {
-    if (!merged.empty() && r.address <= merged.back().address + merged.back().bytes) {
-      merged.back().bytes = std::max(merged.back().bytes, r.address + r.bytes - merged.back().address);
-    } else {
-      merged.push_back(r);
-    }
-  }
-  return merged;
+  return largest > largest_free_run(period);
 }
 
 std::size_t iteration_plan::largest_free_run(const repeating_period& period) {
+  // The blocks of the period's first requests, served since its start, are live in the pools;
+  // if the pools hold still, they lie where they lay last turn.
+  const std::uint64_t served = (sequence_ + 1 - period.first_sequence) % period.requests.size();
+  std::vector<lent_range> view = host_.free_memory_view(max_ranges);
+  for (std::uint64_t t = 0; t < served; ++t) {
+    if (period.lifetimes[t] != 0 && period.addresses[t] != 0) {
+      view.push_back({period.addresses[t], period.requests[t].bytes, nullptr});
+    }
+  }
+  std::sort(view.begin(), view.end(), [](const lent_range& x, const lent_range& y) { return x.address < y.address; });
   std::size_t largest = 0;
-  for (const lent_range& r : free_with_served(period, blocks_of(period))) largest = std::max(largest, r.bytes);
+  std::uintptr_t run_begin = 0;
+  std::uintptr_t run_end = 0;
+  for (const lent_range& r : view) {
+    if (r.address > run_end) run_begin = r.address;  // a gap: a new run
+    run_end = std::max(run_end, r.address + r.bytes);
+    largest = std::max<std::size_t>(largest, run_end - run_begin);
+  }
   return largest;
-}
-
-bool iteration_plan::held_as_placed(const repeating_period& period) {
-  const planned_blocks blocks = blocks_of(period);
-  const std::vector<lent_range> free = free_with_served(period, blocks);
-  std::vector<std::size_t> offsets;
-  return places_kept(free, range_ends(free), blocks.lifetimes, blocks.addresses, period.requests.size(), offsets);
 }
 
 bool iteration_plan::fits_as_placed(const std::vector<cyclic_lifetime>& lifetimes,

@@ -237,15 +237,12 @@ class iteration_plan {
   };
   [[nodiscard]] static planned_blocks blocks_of(const repeating_period& period);
   /// Whether an unconfirmed period is served at once: when the pools moved memory while the
-  /// log was kept (they will again in every turn waited) and would not hold it where they placed
-  /// it last turn (a period held so is confirmed first, and costs no call meanwhile).
+  /// log was kept (they will again in every turn waited) and its largest block fits in no free
+  /// run of theirs (so it needs an arena of its own whenever it starts).
   [[nodiscard]] bool serve_unconfirmed(const repeating_period& period);
-  /// The pools' free runs, with the bytes of the blocks an unconfirmed period served already
-  /// (where they lay last turn) counted free, merged by address.
-  [[nodiscard]] std::vector<lent_range> free_with_served(const repeating_period& period, const planned_blocks& blocks);
+  /// The pools' largest free run, the bytes of the blocks an unconfirmed period served already
+  /// (where they lay last turn) counted free.
   [[nodiscard]] std::size_t largest_free_run(const repeating_period& period);
-  /// Whether the pools would hold an unconfirmed period where they placed it last turn.
-  [[nodiscard]] bool held_as_placed(const repeating_period& period);
   /// Where a plan over the pools' memory puts its blocks: where the pools placed them last
   /// period, when `addresses` names them and they fit (else, or_planned: where the planner says).
   enum class placement : std::uint8_t { as_placed, or_planned };
