@@ -129,10 +129,11 @@ void repeat_detector::append(std::uint64_t sequence, const request& r, std::int6
 void repeat_detector::look_for_period(std::uint64_t latest) {
   // The log's first window is always remembered: a loop that began where the log did is seen
   // again as soon as its second turn has begun, whatever its windows hash to.
+  // Only its first recurrence counts: a later one would propose a multiple of the period.
   if (log_.size() == window) first_window_ = {window_hash_, sighting{latest, live_bytes_}};
-  if (window_hash_ == first_window_.first && first_window_.second.at != 0 && latest != first_window_.second.at &&
-      period_ == 0) {
-    consider(latest, first_window_.second);
+  if (window_hash_ == first_window_.first && first_window_.second.at != 0 && latest != first_window_.second.at) {
+    const sighting first_seen = std::exchange(first_window_.second, sighting{});
+    if (period_ == 0) consider(latest, first_seen, true);
   }
   if ((mix(window_hash_) & sample_mask) != 0) return;
   const auto [it, fresh] = windows_.try_emplace(window_hash_, sighting{latest, live_bytes_});
@@ -141,10 +142,10 @@ void repeat_detector::look_for_period(std::uint64_t latest) {
   // sighting would propose a multiple of the period.
   const sighting seen_then = std::exchange(it->second, sighting{latest, live_bytes_});
   if (period_ != 0) return;
-  consider(latest, seen_then);
+  consider(latest, seen_then, false);
 }
 
-void repeat_detector::consider(std::uint64_t latest, const sighting& seen_then) {
+void repeat_detector::consider(std::uint64_t latest, const sighting& seen_then, bool first_turn) {
   const std::uint64_t seen = seen_then.at;
   const std::uint64_t period = latest - seen;
   // A period explains the whole log: its first sighting is within a few periods of the log's
@@ -155,7 +156,7 @@ void repeat_detector::consider(std::uint64_t latest, const sighting& seen_then) 
   if (period < 2 * window || seen - first_ > 4 * period) return;
   if (std::find(rejected_.begin(), rejected_.end(), period) != rejected_.end()) return;
   if (std::find(forbidden_.begin(), forbidden_.end(), period) != forbidden_.end()) return;
-  if (live_bytes_ == seen_then.live_bytes) propose(latest, period);
+  if (live_bytes_ == seen_then.live_bytes) propose(latest, period, first_turn);
 }
 
 std::int64_t repeat_detector::live_delta(std::uint64_t sequence) const {
@@ -178,29 +179,22 @@ std::uint64_t repeat_detector::least_live(std::uint64_t first, std::uint64_t las
   }
 }
 
-std::int64_t repeat_detector::live_after(std::uint64_t sequence, std::uint64_t last, std::int64_t live_after_last) const {
-  std::int64_t live = live_after_last;
-  for (std::uint64_t s = last; s > sequence; --s) live -= live_delta(s);
-  return live;
-}
-
 std::uint64_t repeat_detector::calls_at(std::uint64_t sequence) const {
   const auto after = std::upper_bound(calls_.begin(), calls_.end(), sequence,
                                       [](std::uint64_t s, const auto& change) { return s < change.first; });
   return after == calls_.begin() ? 0 : std::prev(after)->second;
 }
 
-void repeat_detector::propose(std::uint64_t latest, std::uint64_t period) {
+void repeat_detector::propose(std::uint64_t latest, std::uint64_t period, bool first_turn) {
   const std::uint64_t least = least_live(latest + 1 - period, latest, live_bytes_);
   // The period is cut from its point of least live memory on; every request of the cut must
   // equal the one a period before: those logged already are compared now, the rest as they come.
   std::uint64_t start_at = least + period;
-  // When the log's first turn frees all it allocates (a loop that began where the log did), the
-  // period can be served from that turn's end at once, unconfirmed. A stretch that repeats
-  // inside a longer period (identical layers) seldom begins where the log does and frees all.
-  const std::uint64_t first_turn_end = first_ + period - 1;
-  const std::uint64_t unconfirmed_at =
-      first_turn_end < latest && live_after(first_turn_end, latest, live_bytes_) == 0 ? first_turn_end : 0;
+  // A period that is the log's first turn (a loop that began where the log did) can be served
+  // from that turn's end at once, unconfirmed. The turn freed all it allocated: live bytes were
+  // the same at both sightings of the log's first window, and the window's requests change them
+  // alike.
+  const std::uint64_t unconfirmed_at = first_turn ? first_ + period - 1 : 0;
   while (start_at + 1 < first_ + 2 * period) start_at += period;
   for (std::uint64_t s = start_at + 1 - period; s <= latest; ++s) {
     if (!at(s).same(at(s - period))) return;
@@ -253,8 +247,8 @@ std::optional<repeating_period> repeat_detector::take_period() {
 
 std::optional<repeating_period> repeat_detector::take_unconfirmed_period() {
   if (period_ == 0 || unconfirmed_at_ == 0) return std::nullopt;
-  // A block still live at the cut takes its lifetime from its next instance, when that is over.
-  repeating_period out = cut_period(std::exchange(unconfirmed_at_, 0), static_cast<std::int64_t>(period_));
+  // The turn freed every block it allocated: each lifetime is its own instance's.
+  repeating_period out = cut_period(std::exchange(unconfirmed_at_, 0), 0);
   out.unconfirmed = true;
   return out;
 }

@@ -116,18 +116,16 @@ class repeat_detector {
   void look_for_period(std::uint64_t latest);
   struct sighting;
   /// Proposes the period from the window seen at `seen_then` to the one ending at `latest`, if
-  /// it may be one.
-  void consider(std::uint64_t latest, const sighting& seen_then);
+  /// it may be one; `first_turn`: the window is the log's first, so the period is its first turn.
+  void consider(std::uint64_t latest, const sighting& seen_then, bool first_turn);
   /// How request `sequence` changed the live bytes of logged blocks.
   [[nodiscard]] std::int64_t live_delta(std::uint64_t sequence) const;
   /// The request in [first, last] after which the fewest bytes were live (the first such), given
   /// that `live_after_last` were live after `last`.
   [[nodiscard]] std::uint64_t least_live(std::uint64_t first, std::uint64_t last, std::int64_t live_after_last) const;
-  /// The live bytes of logged blocks after request `sequence`, given those after `last`.
-  [[nodiscard]] std::int64_t live_after(std::uint64_t sequence, std::uint64_t last, std::int64_t live_after_last) const;
   /// The allocator's device calls when request `sequence` was logged.
   [[nodiscard]] std::uint64_t calls_at(std::uint64_t sequence) const;
-  void propose(std::uint64_t latest, std::uint64_t period);
+  void propose(std::uint64_t latest, std::uint64_t period, bool first_turn);
   void confirm(std::uint64_t latest);
   [[nodiscard]] logged& at(std::uint64_t sequence) { return log_[sequence - first_]; }
   [[nodiscard]] const logged& at(std::uint64_t sequence) const { return log_[sequence - first_]; }
