@@ -8,7 +8,7 @@ echo "build $(( $(date +%s)-s )) s" | tee -a $R/log.txt
 timeout 60 bash -c "RESNET_TRACE=$T/resnet50_train.alloc.csv.gz bench/alloc/repeat_plan_matrix.sh .device-build/bin/streamsafe cuda $T" > $R/repeat_plan_matrix.jsonl 2>&1; echo "matrix $(( $(date +%s)-s )) s" | tee -a $R/log.txt
 timeout 150 bash bench/results/h200-2026-12-03-session29/run3/tests.sh; echo "tests $(( $(date +%s)-s )) s" | tee -a $R/log.txt
 TR="$T/resnet50_train.alloc.csv.gz bench/traces/gpt2_train.alloc.csv.gz $T/inf10_s1.csv.gz $T/inf10_s1_st4.csv.gz"
-for r in 1 2 3 4 5; do
+for r in 1 2 3; do
   [ $(( $(date +%s)-s )) -lt 480 ] || break
   STREAMSAFE_COMMIT=$COMMIT RESOURCES="streamsafe:remap c10" MODES="idle busy" TRACES="$TR" RUN_TIMEOUT=60 timeout 120 bench/alloc/replay_bench.sh $R/new_$r.jsonl > $R/new_$r.stdout.txt 2>&1
   STREAMSAFE_COMMIT=$BASE REPLAY_BENCH=$PWD/.device-build/bin/replay_bench_base RESOURCES="streamsafe:remap" MODES="idle busy" TRACES="$TR" RUN_TIMEOUT=60 timeout 80 bench/alloc/replay_bench.sh $R/base_$r.jsonl > $R/base_$r.stdout.txt 2>&1
