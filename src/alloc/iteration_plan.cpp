@@ -259,8 +259,8 @@ void iteration_plan::after_period_found() {
     prepare_switch(proposed);
   }
   if (std::optional<repeating_period> unconfirmed = detector_.take_unconfirmed_period()) {
-    // Pools that will hold the period where they placed it make no call while it is confirmed:
-    // it is served from its next start, held so. Others move memory in every turn waited.
+    // Served at once only when waiting could not save the arena's calls (serve_unconfirmed):
+    // else the period is confirmed first, and the pools may still hold it.
     if (unused() && serve_unconfirmed(*unconfirmed)) {
       found_ = std::move(unconfirmed);
       return;
