@@ -52,7 +52,8 @@ caching_allocator_impl::caching_allocator_impl(const Device& device, allocator_o
       history_(options.history_capacity),
       mappings_(options.observer),
       memory_(*source_, books_, history_, owners_, mappings_),
-      growth_(make_growth_policy(growth_context{*source_, options_, books_, history_, events_, memory_, mappings_},
+      growth_(make_growth_policy(growth_context{*source_, options_, books_, history_, events_, memory_, mappings_,
+                                                [this] { return all_pools(); }},
                                  options.segments == segment_kind::expandable && source_->supports_mapping())),
       pending_(events_, fence_policy{options.fence_batch_frees, options.fence_batch_bytes}) {
   SS_EXPECTS(options_.granularity >= min_block_bytes && options_.granularity % min_block_bytes == 0,

@@ -29,6 +29,7 @@ block* mapped_growth::grow(stream_pool& pool, pool_kind kind, std::size_t rounde
   try {
     // Work already enqueued on the stream may still use a freed block's moved chunks.
     if (!moved.empty()) context_.memory.give_back(pool, moved, true);
+    make_room_elsewhere(pool, *b, missing.size());
     map_chunks(pool, b, missing);
   } catch (...) {
     undo_growth(pool, b, missing, fresh);

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "alloc/allocation_history.hpp"
 #include "alloc/allocator_books.hpp"
@@ -28,6 +30,8 @@ struct growth_context {
   EventPool& events;
   pool_memory& memory;
   mapping_reports& mappings;
+  /// Every stream's pool (thread-safe; a pool listed stays valid while the allocator lives).
+  std::function<std::vector<stream_pool*>()> all_pools;
 };
 
 /// Thread safety: grow may run on several threads at once, for different pools or the same one

@@ -27,6 +27,10 @@ class mapped_growth : public growth_policy {
   /// Lists, in `moved`, free mapped chunks to unmap before `fresh`'s chunks are mapped (marked
   /// unmapped already). Caller holds pool.mutex.
   virtual void take_chunks_to_move(stream_pool& /*pool*/, const block& /*fresh*/, released_memory& /*moved*/) const {}
+  /// Before `chunks_to_map` chunks are mapped for `fresh`, with the moved ones given back: gives
+  /// other pools' free chunks back to the device where the policy wants reserved memory flat.
+  /// Caller holds pool.growth, not pool.mutex.
+  virtual void make_room_elsewhere(stream_pool& /*pool*/, const block& /*fresh*/, std::size_t /*chunks_to_map*/) const {}
 
  private:
   /// A virtual range for a segment of `kind` able to hold `rounded` (see range_bytes).

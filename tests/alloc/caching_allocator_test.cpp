@@ -262,6 +262,28 @@ TEST_F(AllocatorTest, RemapGrowthMovesFreeChunksInsteadOfMappingMore) {
   EXPECT_EQ(reserved_after_outgrowing_a_hole(device, a, slack), static_cast<std::int64_t>(24 * mib));
 }
 
+// Two streams that peak in turn: under remap the second takes the chunks the first freed (the
+// device's reserved bytes follow its peak live bytes); map_new keeps both peaks mapped.
+std::int64_t reserved_after_streams_peak_in_turn(const Device& device, Stream& first, Stream& second,
+                                                 allocator_options options) {
+  caching_allocator alloc(device, options);
+  void* x = alloc.allocate(16 * mib, first);
+  alloc.deallocate(x);
+  void* y = alloc.allocate(16 * mib, second);
+  const std::int64_t reserved = alloc.stats().reserved_bytes.current;
+  alloc.deallocate(y);
+  return reserved;
+}
+
+TEST_F(AllocatorTest, RemapStreamsPeakingInTurnShareTheirChunks) {
+  const allocator_options remap{.segments = segment_kind::expandable, .growth = expandable_growth::remap,
+                                .remap_slack_percent = 0};
+  EXPECT_EQ(reserved_after_streams_peak_in_turn(device, a, b, remap), static_cast<std::int64_t>(16 * mib));
+  allocator_options map_new = remap;
+  map_new.growth = expandable_growth::map_new;
+  EXPECT_EQ(reserved_after_streams_peak_in_turn(device, a, b, map_new), static_cast<std::int64_t>(32 * mib));
+}
+
 TEST_F(AllocatorTest, SmallRequestsEndOnAChunkBoundaryWithChunkEndPlacement) {
   // In a fresh small range, the first request ends on the first chunk boundary, so the rest of
   // the range starts on one; the next request goes into the chunk's space before it.

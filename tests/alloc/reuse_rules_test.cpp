@@ -40,6 +40,15 @@ const policy_case policies[] = {
     {"MapNew", {.segments = segment_kind::expandable, .growth = expandable_growth::map_new}},
 };
 
+// Under pressure, remap with no slack would move the other stream's free chunks (the device's
+// budget) before growth fails: with room for two peaks it maps, fails, and borrows or climbs the
+// ladder, the paths ReuseUnderPressure checks.
+const policy_case policies_under_pressure[] = {
+    policies[0],
+    {"Remap", {.segments = segment_kind::expandable, .growth = expandable_growth::remap, .remap_slack_percent = 200}},
+    policies[2],
+};
+
 void PrintTo(const policy_case& policy, std::ostream* out) { *out << policy.name; }
 
 using rule_param = std::tuple<test_backend, policy_case>;
@@ -171,6 +180,24 @@ TEST_P(ReuseRules, GrowthNeverUnmapsWhatQueuedWorkStillUses) {
   for (void* p : {bigger, next, small, kept}) alloc().deallocate(p);
 }
 
+// remap keeps the device's reserved bytes within its peak live bytes: a stream that grows takes
+// the chunks another stream freed, with that stream's last read and write of them still queued.
+TEST_P(ReuseRules, GrowthTakesAnotherStreamsChunksOnlyAfterItsQueuedWork) {
+  void* p = alloc().allocate(8 * mib, late());
+  reuse_oracle::write(late(), p, 8 * mib, old_data);
+  oracle().late_read(late(), p, 8 * mib, old_data);
+  oracle().late_write(late(), p, 8 * mib, late_data);
+  alloc().deallocate(p);  // cached on late's stream at once
+  void* q = alloc().allocate(8 * mib, a());
+  if (std::string(std::get<1>(GetParam()).name) == "Remap") {
+    EXPECT_EQ(alloc().stats().reserved_bytes.current, static_cast<std::int64_t>(8 * mib))
+        << "a's growth must take late's free chunks, not map 8 MiB more";
+  }
+  oracle().claim(a(), q, 8 * mib, new_data);
+  EXPECT_TRUE(oracle().settle());
+  alloc().deallocate(q);
+}
+
 // Rounds of allocations with frees between, empty_cache after each: what empty_cache gave back
 // must be gone from every mapping, so every later block keeps its own bytes.
 TEST_P(ReuseRules, BlocksAllocatedAfterEmptyCacheKeepTheirOwnBytes) {
@@ -252,7 +279,7 @@ TEST_P(ReuseUnderPressure, TheLadderWaitsForPendingFreesBeforeReusingThem) {
 
 INSTANTIATE_TEST_SUITE_P(Policies, ReuseUnderPressure,
                          ::testing::Combine(::testing::Values(test_backend::sim_deterministic, test_backend::sim_threaded),
-                                            ::testing::ValuesIn(policies)),
+                                            ::testing::ValuesIn(policies_under_pressure)),
                          rule_name);
 
 }  // namespace
