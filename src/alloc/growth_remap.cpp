@@ -1,15 +1,20 @@
-// Remap growth (expandable_growth::remap): while reserved bytes stay within the peak live bytes
-// plus the slack, the block takes the bins' best fit and its missing chunks are mapped; beyond,
-// it goes where it needs the fewest new chunks, and that many wholly free mapped chunks are
-// unmapped (after synchronizing the stream that freed them) before the new ones are mapped, so
-// reserved memory follows live memory. A stream climbing past its own peak is held to the
-// device's budget too: the pools' mapped bytes together against the device's peak live bytes, so
-// streams that peak at different times share physical memory (its own free chunks go first,
-// then other streams') instead of each keeping the high-water mark of its own peak. At a level
-// it reached before, a stream's budget is its own: a loop whose streams peak in turn settles
-// (each keeps what its peak needs) instead of moving chunks between them every iteration.
+// Remap growth (expandable_growth::remap): while the stream's reserved bytes stay within its peak
+// live bytes plus the slack, the block takes the bins' best fit and its missing chunks are mapped;
+// beyond, it goes where it needs the fewest new chunks, and that many wholly free mapped chunks of
+// its segments are unmapped (after synchronizing the stream) before the new ones are mapped, so
+// reserved memory follows live memory.
+//
+// A stream climbing past its own peak beside other streams is held to the device's budget too:
+// the pools' mapped bytes together within the slack above the device's peak live bytes. Other
+// streams' wholly free chunks are given back (each such stream synchronized first) before its new
+// ones are mapped, so streams that peak in turn share physical memory instead of each keeping the
+// high-water mark of its own peak. Below its own peak a stream's budget is its own, and a stream
+// that had to grow again after giving chunks away keeps its chunks from then on: a loop whose
+// streams peak in turn, or a stream per request beside a long-lived one, settles instead of
+// moving chunks between them every iteration.
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -59,13 +64,15 @@ class remap_growth final : public mapped_growth {
   }
 
   void make_room_elsewhere(stream_pool& pool, const block& fresh, std::size_t chunks_to_map) const override {
+    if (chunks_to_map == 0 || !climbs_past_own_peak(pool, fresh.size)) return;
     const std::vector<stream_pool*> pools = context_.all_pools();
-    // One pool: its moves kept the device within its budget; below its own peak, a stream's
-    // budget is its own.
-    if (pools.size() < 2 || !climbs_past_own_peak(pool, fresh.size, false)) return;
+    if (pools.size() < 2) return;  // its own moves kept the device within its budget
     const std::size_t granularity = fresh.owner->granularity;
-    const std::size_t allowed = device_budget(pools, nullptr, fresh.size);
-    const std::size_t mapped = device_mapped(pools, nullptr) + chunks_to_map * granularity;
+    const device_memory now = device_memory_of(pools);
+    const std::size_t live = now.live + fresh.size;
+    const std::size_t peak = std::max({now.largest_pool_peak, live, note_device_live(live)});
+    const std::size_t allowed = peak + peak / 100 * context_.options.remap_slack_percent;
+    const std::size_t mapped = now.mapped + chunks_to_map * granularity;
     if (mapped <= allowed) return;
     std::size_t excess = (mapped - allowed + granularity - 1) / granularity;
     for (stream_pool* other : pools) {
@@ -79,81 +86,57 @@ class remap_growth final : public mapped_growth {
   }
 
  private:
-  [[nodiscard]] std::size_t chunks_to_move(stream_pool& pool, const block& fresh) const {
+  [[nodiscard]] std::size_t chunks_to_move(const stream_pool& pool, const block& fresh) const {
     const segment& s = *fresh.owner;
     const std::size_t needed = unmapped_chunks(s, fresh.address, fresh.size);
     const std::size_t may_map = chunks_within_budget(pool, fresh.size, s.granularity);
     return needed > may_map ? needed - may_map : 0;
   }
 
-  /// Chunks that may still be mapped, once `more` bytes are live beside what is: the pool's
-  /// reserved bytes stay within the slack above its peak live bytes, and while the stream climbs
-  /// past that peak beside other streams, the pools' together within the slack above the
-  /// device's. Measured against peaks, not the current live bytes, so that a workload that
-  /// repeats its pattern settles and stops moving chunks. Caller holds pool.mutex.
-  [[nodiscard]] std::size_t chunks_within_budget(stream_pool& pool, std::size_t more, std::size_t granularity) const {
-    const std::vector<stream_pool*> pools = context_.all_pools();
-    const auto chunks_left = [granularity](std::size_t allowed, std::size_t mapped) {
-      return allowed > mapped ? (allowed - mapped) / granularity : 0;
-    };
-    const std::vector<stream_pool*> own{&pool};
-    const std::size_t own_chunks = chunks_left(device_budget(own, &pool, more), device_mapped(own, &pool));
-    if (pools.size() < 2 || !climbs_past_own_peak(pool, more, true)) return own_chunks;
-    return std::min(own_chunks, chunks_left(device_budget(pools, &pool, more), device_mapped(pools, &pool)));
+  /// Chunks the pool may still map, once `more` bytes are live beside what is: its reserved bytes
+  /// stay within the slack above its peak live bytes. Measured against the peak, not the current
+  /// live bytes, so that a workload that repeats its pattern settles and stops moving chunks.
+  [[nodiscard]] std::size_t chunks_within_budget(const stream_pool& pool, std::size_t more,
+                                                 std::size_t granularity) const {
+    std::size_t mapped = 0;
+    for (const segment* owned : pool.segments()) mapped += owned->mapped_bytes;
+    const std::size_t live = static_cast<std::size_t>(pool.stats.allocated_bytes.current) + more;
+    const std::size_t peak_live = std::max(static_cast<std::size_t>(pool.stats.allocated_bytes.peak), live);
+    const std::size_t allowed = peak_live + peak_live / 100 * context_.options.remap_slack_percent;
+    return allowed > mapped ? (allowed - mapped) / granularity : 0;
   }
 
   /// Whether `more` bytes live beside the stream's take it past its own peak (the block being
-  /// grown is counted live once the growth is done: compare before it). `held`: caller holds
-  /// pool.mutex.
-  [[nodiscard]] static bool climbs_past_own_peak(stream_pool& pool, std::size_t more, bool held) {
-    std::unique_lock lock(pool.mutex, std::defer_lock);
-    if (!held) lock.lock();
-    return static_cast<std::size_t>(pool.stats.allocated_bytes.current) + more >
-           static_cast<std::size_t>(pool.stats.allocated_bytes.peak);
+  /// grown is not counted live yet). A stream that grows below its peak after giving chunks
+  /// away keeps its chunks from then on. Caller holds pool.growth, not pool.mutex.
+  [[nodiscard]] static bool climbs_past_own_peak(stream_pool& pool, std::size_t more) {
+    std::lock_guard lock(pool.mutex);
+    const bool climbs = static_cast<std::size_t>(pool.stats.allocated_bytes.current) + more >
+                        static_cast<std::size_t>(pool.stats.allocated_bytes.peak);
+    if (!climbs && pool.gave_chunks) pool.keeps_chunks = true;
+    return climbs;
   }
 
-  /// Runs `visit` on each pool under its lock, one at a time; `held`, whose lock the caller
-  /// holds, as it is. Another pool whose lock is taken is skipped when `held` is set: waiting
-  /// for it under a pool lock could deadlock.
-  template <typename Visit>
-  static void for_each_pool(const std::vector<stream_pool*>& pools, stream_pool* held, Visit visit) {
+  struct device_memory {
+    std::size_t mapped = 0;             // in every pool's expandable segments
+    std::size_t live = 0;               // allocated on every stream
+    std::size_t largest_pool_peak = 0;  // the largest of the streams' own peaks
+  };
+
+  /// Each pool's figures under its own lock, one pool at a time.
+  [[nodiscard]] static device_memory device_memory_of(const std::vector<stream_pool*>& pools) {
+    device_memory total;
     for (stream_pool* p : pools) {
-      if (p == held) {
-        visit(*p);
-        continue;
-      }
-      std::unique_lock lock(p->mutex, std::defer_lock);
-      if (held != nullptr ? lock.try_lock() : (lock.lock(), true)) visit(*p);
+      std::lock_guard lock(p->mutex);
+      for (const segment* s : p->segments()) total.mapped += s->expandable ? s->mapped_bytes : 0;
+      total.live += static_cast<std::size_t>(p->stats.allocated_bytes.current);
+      total.largest_pool_peak = std::max(total.largest_pool_peak, static_cast<std::size_t>(p->stats.allocated_bytes.peak));
     }
+    return total;
   }
 
-  /// Mapped bytes of every pool's expandable segments.
-  [[nodiscard]] static std::size_t device_mapped(const std::vector<stream_pool*>& pools, stream_pool* held) {
-    std::size_t mapped = 0;
-    for_each_pool(pools, held, [&](const stream_pool& p) {
-      for (const segment* s : p.segments()) mapped += s->expandable ? s->mapped_bytes : 0;
-    });
-    return mapped;
-  }
-
-  /// The bytes the pools may map once `more` are live beside what is: the peak live bytes plus
-  /// the slack. The device's peak is the one growth has seen (a peak the cache alone served
-  /// needs no growth), and at least each stream's own.
-  [[nodiscard]] std::size_t device_budget(const std::vector<stream_pool*>& pools, stream_pool* held,
-                                          std::size_t more) const {
-    std::size_t live = more;
-    std::size_t peak = 0;
-    for_each_pool(pools, held, [&](const stream_pool& p) {
-      live += static_cast<std::size_t>(p.stats.allocated_bytes.current);
-      peak = std::max(peak, static_cast<std::size_t>(p.stats.allocated_bytes.peak));
-    });
-    // One pool: its own figures are the device's (and honour reset_peaks).
-    if (pools.size() > 1) peak = std::max(peak, note_device_live(live));
-    peak = std::max(peak, live);
-    return peak + peak / 100 * context_.options.remap_slack_percent;
-  }
-
-  /// Notes `live` bytes live on the device; the peak before it.
+  /// Notes `live` bytes live on the device as growth saw them (a peak the cache alone served
+  /// needs no growth); the peak before.
   std::size_t note_device_live(std::size_t live) const noexcept {
     std::size_t peak = device_peak_live_.load(std::memory_order_relaxed);
     while (live > peak && !device_peak_live_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
@@ -163,19 +146,27 @@ class remap_growth final : public mapped_growth {
 
   /// Gives up to `most` wholly free mapped chunks of `other` back to the device, after
   /// synchronizing its stream (its queued work may still use a freed block there); how many.
-  /// Caller holds other.growth, not other.mutex.
+  /// Best effort: a failure leaves the chunks with `other` (give_back restores its books) and
+  /// the growth maps new ones. Caller holds other.growth, not other.mutex.
   std::size_t give_back_free_chunks(stream_pool& other, std::size_t most) const {
     released_memory taken;
     std::size_t count = 0;
     {
       std::lock_guard lock(other.mutex);
+      // A gone stream's pool is retired whole, without a synchronization, where it is reused.
+      if (other.keeps_chunks || other.abandoned()) return 0;
       other.merge_deferred();  // whole free chunks show only in merged blocks
       for (segment* s : other.segments()) {
         if (count == most) break;
         if (s->expandable) count += pool_memory::take_free_chunks(*s, taken, most - count);
       }
+      other.gave_chunks = other.gave_chunks || count != 0;
     }
-    context_.memory.give_back(other, taken, true);
+    try {
+      context_.memory.give_back(other, taken, true);
+    } catch (const std::exception&) {
+      return 0;  // what the device did take back is booked; the growth goes on without it
+    }
     return count;
   }
 

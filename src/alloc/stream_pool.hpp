@@ -96,6 +96,12 @@ class stream_pool {
 
   /// Allocated/active/requested figures of blocks allocated on this stream.
   allocator_stats stats;
+  /// Remap growth: another stream took free chunks of this pool's (gave_chunks), and this stream
+  /// then had to grow again below its own peak, so they take no more of them (keeps_chunks):
+  /// a stream that is used again keeps what its peak needs, instead of its chunks being moved
+  /// to each new stream and back.
+  bool gave_chunks = false;
+  bool keeps_chunks = false;
 
  private:
   static constexpr std::size_t deferred_merge_limit = 16;

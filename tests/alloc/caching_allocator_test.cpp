@@ -284,6 +284,49 @@ TEST_F(AllocatorTest, RemapStreamsPeakingInTurnShareTheirChunks) {
   EXPECT_EQ(reserved_after_streams_peak_in_turn(device, a, b, map_new), static_cast<std::int64_t>(32 * mib));
 }
 
+// Device calls and host synchronizations of a remap allocator (no repeat plan) over `iterations`
+// of `loop`, after the first two.
+template <typename Loop>
+std::pair<std::uint64_t, std::uint64_t> calls_and_syncs_after_two(caching_allocator& alloc, int iterations, Loop loop) {
+  const auto calls = [&alloc] {
+    const allocator_stats s = alloc.stats();
+    return s.device_calls.map + s.device_calls.unmap;
+  };
+  for (int i = 0; i < 2; ++i) loop();
+  const std::uint64_t calls_before = calls();
+  const std::uint64_t syncs_before = alloc.stats().num_host_syncs;
+  for (int i = 2; i < iterations; ++i) loop();
+  return {calls() - calls_before, alloc.stats().num_host_syncs - syncs_before};
+}
+
+const allocator_options remap_without_plan{.segments = segment_kind::expandable, .growth = expandable_growth::remap,
+                                           .repeat_plan = false};
+
+TEST_F(AllocatorTest, RemapStreamsPeakingInTurnSettleInsteadOfMovingChunksBetweenThem) {
+  caching_allocator alloc(device, remap_without_plan);
+  const auto [calls, syncs] = calls_and_syncs_after_two(alloc, 8, [&] {
+    alloc.deallocate(alloc.allocate(16 * mib, a));
+    alloc.deallocate(alloc.allocate(16 * mib, b));
+  });
+  EXPECT_EQ(calls, 0u) << "each stream keeps what its peak needs once it has had to grow again";
+  EXPECT_EQ(syncs, 0u);
+}
+
+TEST_F(AllocatorTest, RemapStreamPerRequestBesideALongLivedStreamSettles) {
+  caching_allocator alloc(device, remap_without_plan);
+  const auto [calls, syncs] = calls_and_syncs_after_two(alloc, 8, [&] {
+    {
+      Stream request(device, stream_options{.name = "request"});
+      void* p = alloc.allocate(8 * mib, request);
+      request.fill(p, 1, 8 * mib);
+      alloc.deallocate(p);
+    }
+    alloc.deallocate(alloc.allocate(8 * mib, a));
+  });
+  EXPECT_EQ(syncs, 0u) << "a's chunks were taken for each new stream and a synchronized for it";
+  EXPECT_LE(calls, 6u * 8) << "more than a new stream's own chunks, mapped and released, per iteration";
+}
+
 TEST_F(AllocatorTest, SmallRequestsEndOnAChunkBoundaryWithChunkEndPlacement) {
   // In a fresh small range, the first request ends on the first chunk boundary, so the rest of
   // the range starts on one; the next request goes into the chunk's space before it.

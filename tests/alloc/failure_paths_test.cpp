@@ -56,6 +56,25 @@ TEST_F(FailurePaths, FailedUnmapLeavesTheChunkMappedAndKnown) {
   EXPECT_EQ(alloc.stats().reserved_bytes.current, 0);
 }
 
+TEST_F(FailurePaths, AFailedUnmapOfAnotherStreamsChunkDoesNotFailTheGrowth) {
+  // remap takes another stream's free chunks when a stream climbs past its peak; that is
+  // thrift, not need: the device has room, so the allocation maps new chunks instead.
+  Stream t{device, stream_options{.name = "t"}};
+  allocator_options options = with_segments(segment_kind::expandable);
+  options.repeat_plan = false;
+  caching_allocator alloc(device, options);
+  alloc.deallocate(alloc.allocate(8 * mib, t));
+  detail::sim_faults().unmaps.arm(0, 1);
+  void* p = nullptr;
+  ASSERT_NO_THROW(p = alloc.allocate(8 * mib, s));
+  alloc.deallocate(p);
+  detail::sim_faults().unmaps.arm(0, 0);
+  expect_usable(alloc, t, 8 * mib);
+  expect_usable(alloc, s, 8 * mib);
+  alloc.empty_cache();
+  EXPECT_EQ(alloc.stats().reserved_bytes.current, 0) << "a chunk the failed unmap left mapped is still known";
+}
+
 TEST_F(FailurePaths, FailedMapMidGrowthGivesBackWhatItTook) {
   caching_allocator alloc(device, with_segments(segment_kind::expandable));
   detail::sim_faults().maps.arm(1, 1);  // the first chunk maps, the second fails
