@@ -170,6 +170,7 @@ iteration_plan::served iteration_plan::allocate(std::size_t rounded, std::size_t
     if (f == follow::off) return log_alloc(rounded, stream);
   } else {
     if (!begin_with(next)) return log_alloc(rounded, stream);
+    if (phase_ == phase::recording) return log_alloc(rounded, stream);  // the period was set aside
     if (phase_ != phase::active) return {nullptr, ++sequence_};  // settled or planning: the pools serve it
   }
   // A plan that starts again over an arena it served before waits for the arena's earlier users.
@@ -351,6 +352,15 @@ void iteration_plan::activate(repeating_period period) {
   }
   if ((needs_arena || !plan_in_place(lifetimes, length, addresses, placement::or_planned, offsets)) &&
       (pools_settled || !plan_in_new_arena(lifetimes, length, offsets))) {
+    if (pools_settled && detector_.from_start_findable()) {
+      // A stretch the pools serve without device calls, inside a log that may still hold the
+      // first turn of a longer loop (decode steps of one shape, inside a pass over requests):
+      // settling would stop the log, and it would start again mid-loop, where the loop's own
+      // first turn is not seen whole. The log goes on without that length.
+      detector_.forbid(length);
+      phase_.store(phase::recording, std::memory_order_release);
+      return;
+    }
     settle();  // no room for the arena: the pools go on, and a later growth looks again
     return;
   }

@@ -92,6 +92,9 @@ class repeat_detector {
   /// The length of the period being confirmed, 0 when none: a period of it may be taken once
   /// the log has come round it again.
   [[nodiscard]] std::uint64_t proposed_length() const noexcept { return period_; }
+  /// Whether the log is young enough that a period beginning at its first request can still be
+  /// found (it holds less than the longest period the log can find).
+  [[nodiscard]] bool from_start_findable() const noexcept { return next_ != 0 && (next_ - first_) * 3 < capacity_; }
   /// Whether request number `sequence` would go on with the log (not start it over).
   [[nodiscard]] bool continues_at(std::uint64_t sequence) const noexcept { return next_ != 0 && sequence == next_; }
 

@@ -470,6 +470,38 @@ TEST_P(PlanFixture, APeriodThePoolsServeWithoutCallsIsPlannedOnlyInTheirOwnMemor
   EXPECT_EQ(parts_->host.pool_releases, 0);
 }
 
+TEST_P(PlanFixture, AStretchThePoolsServeWithoutCallsInsideALongerLoopKeepsTheLogForTheLoop) {
+  // Decode steps of one shape inside a pass over requests: the stretch repeats on its own and
+  // makes no device call, but nothing is lent for it, so it is not planned. Settling there would
+  // stop the log, and the loop around it would never be seen from its start.
+  parts_->host.settled = true;
+  std::vector<step> stretch = with_fillers({}, 40);
+  std::vector<step> loop;
+  const auto append = [&loop](const std::vector<step>& part) {
+    const std::size_t shift = loop.size();
+    for (step s : part) {
+      if (s.bytes == 0) s.frees += shift;
+      loop.push_back(s);
+    }
+  };
+  // A head and a tail of their own sizes around the stretch (with_fillers' sizes are at most
+  // 32 KiB), so the loop's first window comes round only with the loop.
+  std::vector<step> head;
+  for (std::size_t i = 0; i < 40; ++i) {
+    head.push_back({64 * kib + 512 * i, 0, 0});
+    head.push_back({0, 0, head.size() - 1});
+  }
+  append(head);
+  for (int repeat = 0; repeat < 3; ++repeat) append(stretch);
+  append({{4 * mib, 0, 0}, {0, 0, 0}});
+  iterate(loop);  // the stretch is proposed and set aside here, with nothing lent
+  lend_from_late(16 * mib);
+  for (int i = 0; i < 3; ++i) iterate(loop);
+  const allocator_stats st = plan_stats();
+  EXPECT_EQ(st.num_plan_activations, 1u) << "the loop around the stretch was never planned; derailments " << st.num_plan_derailments;
+  EXPECT_GT(st.num_planned_allocations, 0u);
+}
+
 TEST_P(PlanFixture, ASettledPeriodStartsAPlanInLentMemory) {
   parts_->host.settled = true;
   lend_from_late(16 * mib);
