@@ -6,8 +6,8 @@
 //
 // A stream climbing past its own peak beside other streams is held to the device's budget too:
 // the pools' mapped bytes together within the slack above the device's peak live bytes. Other
-// streams' wholly free chunks are given back (each such stream synchronized first) before its new
-// ones are mapped, so streams that peak in turn share physical memory instead of each keeping the
+// streams' wholly free chunks are given back (those of a stream whose enqueued work is all done,
+// asked with an event, never waited for) before its new ones are mapped, so streams that peak in turn share physical memory instead of each keeping the
 // high-water mark of its own peak. Below its own peak a stream's budget is its own, and a stream
 // that had to grow again after giving chunks away keeps its chunks from then on: a loop whose
 // streams peak in turn, or a stream per request beside a long-lived one, settles instead of
@@ -20,6 +20,9 @@
 #include <vector>
 
 #include "alloc/mapped_growth.hpp"
+#include "runtime/stream_impl.hpp"
+#include "streamsafe/event_pool.hpp"
+#include "streamsafe/stream.hpp"
 
 namespace streamsafe::detail {
 
@@ -144,30 +147,46 @@ class remap_growth final : public mapped_growth {
     return peak;
   }
 
-  /// Gives up to `most` wholly free mapped chunks of `other` back to the device, after
-  /// synchronizing its stream (its queued work may still use a freed block there); how many.
-  /// Best effort: a failure leaves the chunks with `other` (give_back restores its books) and
-  /// the growth maps new ones. Caller holds other.growth, not other.mutex.
+  /// Gives up to `most` wholly free mapped chunks of `other` back to the device, when every use
+  /// of them is done; how many. A freed block's last use was enqueued on `other`'s stream before
+  /// its free: an event recorded there once the chunks are out of the books (no later work can
+  /// use them) covers it. Work still queued keeps the chunks where they were: the growing stream
+  /// never waits for another's work. Best effort: a failure leaves the chunks with `other` (its
+  /// books as the device holds them) and the growth maps new ones. Caller holds other.growth,
+  /// not other.mutex.
   std::size_t give_back_free_chunks(stream_pool& other, std::size_t most) const {
     released_memory taken;
     std::size_t count = 0;
     {
       std::lock_guard lock(other.mutex);
-      // A gone stream's pool is retired whole, without a synchronization, where it is reused.
+      // A gone stream's pool is retired whole where it is reused.
       if (other.keeps_chunks || other.abandoned()) return 0;
       other.merge_deferred();  // whole free chunks show only in merged blocks
       for (segment* s : other.segments()) {
         if (count == most) break;
         if (s->expandable) count += pool_memory::take_free_chunks(*s, taken, most - count);
       }
-      other.gave_chunks = other.gave_chunks || count != 0;
     }
+    if (count == 0) return 0;
     try {
-      context_.memory.give_back(other, taken, true);
+      if (!stream_is_done(other)) {
+        context_.memory.put_back(other, taken);
+        return 0;
+      }
+      context_.memory.give_back(other, taken, false);
     } catch (const std::exception&) {
       return 0;  // what the device did take back is booked; the growth goes on without it
     }
+    std::lock_guard lock(other.mutex);
+    other.gave_chunks = true;
     return count;
+  }
+
+  /// Whether every piece of work enqueued on the pool's stream so far is done (never waits).
+  [[nodiscard]] bool stream_is_done(stream_pool& pool) const {
+    PooledEvent done = context_.events.acquire();
+    done.record(StreamRef(&pool.stream()));
+    return done.query();
   }
 
   mutable std::atomic<std::size_t> device_peak_live_{0};

@@ -55,6 +55,9 @@ class pool_memory {
   /// goes back into the books as the device still holds it, then the first error is rethrown.
   /// Caller holds pool.growth, not pool.mutex.
   void give_back(stream_pool& pool, released_memory& taken, bool synchronize);
+  /// Puts memory taken and not given back into the pool's books again, as it was. Caller holds
+  /// pool.growth, not pool.mutex.
+  void put_back(stream_pool& pool, released_memory& taken) { restore_books(pool, taken, progress{}); }
 
  private:
   struct progress {  // how many of the chunks and segments the device took back
