@@ -14,7 +14,6 @@
 // moving chunks between them every iteration.
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -168,14 +167,20 @@ class remap_growth final : public mapped_growth {
       }
     }
     if (count == 0) return 0;
+    bool done = false;
     try {
-      if (!stream_is_done(other)) {
-        context_.memory.put_back(other, taken);
-        return 0;
-      }
+      done = stream_is_done(other);
+    } catch (...) {
+      done = false;  // no answer: as if the work were still queued
+    }
+    if (!done) {
+      context_.memory.put_back(other, taken);
+      return 0;
+    }
+    try {
       context_.memory.give_back(other, taken, false);
-    } catch (const std::exception&) {
-      return 0;  // what the device did take back is booked; the growth goes on without it
+    } catch (...) {
+      return 0;  // give_back booked what the device took back and restored the rest
     }
     std::lock_guard lock(other.mutex);
     other.gave_chunks = true;

@@ -249,6 +249,21 @@ void iteration_plan::resume_recording() {
   phase_.store(phase::recording, std::memory_order_release);
 }
 
+bool iteration_plan::may_set_aside() const noexcept {
+  // Once per log: a log that restarted, or grew too old to hold a loop's first turn, settles.
+  return detector_.from_start_findable() &&
+         (set_aside_in_log_ == 0 || set_aside_in_log_ == detector_.log_start());
+}
+
+bool iteration_plan::settle_if_set_aside_aged() {
+  if (set_aside_in_log_ == 0) return false;
+  if (set_aside_in_log_ == detector_.log_start() && detector_.may_find_from_start()) return false;
+  set_aside_in_log_ = 0;
+  detector_.restart();  // the log found no loop around what it set aside: it ends
+  settle();
+  return true;
+}
+
 void iteration_plan::settle() {
   if (has_arena()) release_arena();  // the pools serve the workload without device calls
   settled_calls_ = host_.device_calls();
@@ -256,6 +271,7 @@ void iteration_plan::settle() {
 }
 
 void iteration_plan::after_period_found() {
+  if (settle_if_set_aside_aged()) return;
   if (const std::uint64_t proposed = detector_.proposed_length(); proposed != scratch_for_) [[unlikely]] {
     prepare_switch(proposed);
   }
@@ -352,12 +368,13 @@ void iteration_plan::activate(repeating_period period) {
   }
   if ((needs_arena || !plan_in_place(lifetimes, length, addresses, placement::or_planned, offsets)) &&
       (pools_settled || !plan_in_new_arena(lifetimes, length, offsets))) {
-    if (pools_settled && detector_.from_start_findable()) {
+    if (pools_settled && may_set_aside()) {
       // A stretch the pools serve without device calls, inside a log that may still hold the
       // first turn of a longer loop (decode steps of one shape, inside a pass over requests):
       // settling would stop the log, and it would start again mid-loop, where the loop's own
-      // first turn is not seen whole. The log goes on without that length.
-      detector_.forbid(length);
+      // first turn is not seen whole. The log goes on without that length, while it is young.
+      detector_.set_aside(length);
+      set_aside_in_log_ = detector_.log_start();
       phase_.store(phase::recording, std::memory_order_release);
       return;
     }
@@ -998,7 +1015,7 @@ void iteration_plan::note_free(std::uint64_t allocated_at, std::uintptr_t addres
     }
   }
   if (phase_ != phase::active && begin_with(request{request_kind::free, 0, stream_id{}, distance}) &&
-      phase_ != phase::active) {
+      phase_ != phase::active && phase_ != phase::recording) {
     ++sequence_;  // the first request of a period the pools serve without device calls
     return;
   }

@@ -221,6 +221,13 @@ class iteration_plan {
   void start_plan(const std::vector<cyclic_lifetime>& lifetimes, const std::vector<std::size_t>& offsets,
                   plan_book book);
   void settle();
+  /// Whether a period the pools serve without calls may be set aside instead of settling them:
+  /// once per log, while the log is young enough to hold a longer loop's first turn.
+  [[nodiscard]] bool may_set_aside() const noexcept;
+  /// After a set-aside, once the log can no longer propose or confirm a loop from its start (or
+  /// restarted): the log ends and the pools settle, as they would have at the set-aside (true
+  /// then).
+  bool settle_if_set_aside_aged();
   void restart_recording();
   /// Once a plan derailed before its period came round once: the requests it served since the
   /// period began go into the log, which goes on, so that a longer period
@@ -355,6 +362,7 @@ class iteration_plan {
   std::vector<reuse_notice> notices_;
   std::atomic<bool> notices_waiting_{false};
   std::uint64_t settled_calls_ = 0;
+  std::uint64_t set_aside_in_log_ = 0;  // the start of the log that set a period aside (0: none)
   std::uint64_t calls_at_activation_ = 0;  // the host's device calls when the period last began
 
   mutable std::mutex mutex_;

@@ -85,6 +85,9 @@ class repeat_detector {
   /// A plan of a period of `length` derailed before it came round once: that length is not
   /// proposed again, restart or not (a stretch repeating inside a longer period, taken for it).
   void forbid(std::uint64_t length);
+  /// The period last taken is not served, and its length is not proposed again until restart
+  /// (a stretch inside a longer loop, set aside so the log goes on).
+  void set_aside(std::uint64_t length) { rejected_.push_back(length); }
 
   /// Forgets everything (the workload changed, or threads interleave); the log starts again at
   /// the next request noted.
@@ -95,6 +98,13 @@ class repeat_detector {
   /// Whether the log is young enough that a period beginning at its first request can still be
   /// found (it holds less than the longest period the log can find).
   [[nodiscard]] bool from_start_findable() const noexcept { return next_ != 0 && (next_ - first_) * 3 < capacity_; }
+  /// Whether a period beginning at the log's first request may still be proposed or confirmed:
+  /// the log is young enough to propose one, or a proposal is being confirmed.
+  [[nodiscard]] bool may_find_from_start() const noexcept {
+    return next_ != 0 && ((next_ - first_) * 3 < capacity_ + 3 * hashed_window || period_ != 0);
+  }
+  /// The sequence number of the log's first request (0: nothing logged).
+  [[nodiscard]] std::uint64_t log_start() const noexcept { return next_ == 0 ? 0 : first_; }
   /// Whether request number `sequence` would go on with the log (not start it over).
   [[nodiscard]] bool continues_at(std::uint64_t sequence) const noexcept { return next_ != 0 && sequence == next_; }
 

@@ -19,6 +19,8 @@ bool stream_pool::unused() const noexcept {
 std::shared_ptr<StreamImpl> stream_pool::unbind() noexcept {
   deferred_merges_.clear();  // every segment is gone: the entries are stale
   stats = allocator_stats{};
+  gave_chunks = false;  // a record reused for another stream starts as a new pool
+  keeps_chunks = false;
   return std::exchange(stream_, nullptr);
 }
 

@@ -502,6 +502,24 @@ TEST_P(PlanFixture, AStretchThePoolsServeWithoutCallsInsideALongerLoopKeepsTheLo
   EXPECT_GT(st.num_planned_allocations, 0u);
 }
 
+TEST_P(PlanFixture, AStretchSetAsideSettlesThePoolsOnceTheLogCanFindNoLoopAroundIt) {
+  // The log goes on past a stretch it set aside only while it could still propose a loop from
+  // its start; then the pools settle, as they would have at once, and the log's cost stops.
+  parts_->host.settled = true;
+  const std::vector<step> stretch = with_fillers({}, 40);
+  for (int i = 0; i < 3; ++i) iterate(stretch);  // proposed, nothing lent: set aside
+  live_block probe;
+  allocate(512, 0, probe);
+  deallocate(probe);
+  ASSERT_NE(probe.sequence, 0u) << "the log stopped at the set-aside";
+  const std::size_t log_capacity = std::size_t{1} << 20;
+  for (std::size_t i = 0; i < log_capacity / 3 / stretch.size() + 4; ++i) iterate(stretch);
+  allocate(512, 0, probe);
+  deallocate(probe);
+  EXPECT_EQ(probe.sequence, 0u) << "still logging: the pools never settled";
+  EXPECT_EQ(plan_stats().num_plan_activations, 0u);
+}
+
 TEST_P(PlanFixture, ASettledPeriodStartsAPlanInLentMemory) {
   parts_->host.settled = true;
   lend_from_late(16 * mib);
