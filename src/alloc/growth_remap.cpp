@@ -7,11 +7,12 @@
 // A stream climbing past its own peak beside other streams is held to the device's budget too:
 // the pools' mapped bytes together within the slack above the device's peak live bytes. Other
 // streams' wholly free chunks are given back (those of a stream whose enqueued work is all done,
-// asked with an event, never waited for) before its new ones are mapped, so streams that peak in turn share physical memory instead of each keeping the
-// high-water mark of its own peak. Below its own peak a stream's budget is its own, and a stream
-// that had to grow again after giving chunks away keeps its chunks from then on: a loop whose
-// streams peak in turn, or a stream per request beside a long-lived one, settles instead of
-// moving chunks between them every iteration.
+// asked with an event, never waited for) before its new ones are mapped, so streams that peak
+// in turn share physical memory instead of each keeping the high-water mark of its own peak.
+// Below its own peak a stream's budget is its own, and a stream that had to grow again after
+// giving chunks away keeps its chunks from then on: a loop whose streams peak in turn, or a
+// stream per request beside a long-lived one, settles instead of moving chunks between them
+// every iteration.
 #include <algorithm>
 #include <atomic>
 #include <memory>
