@@ -50,7 +50,7 @@ mutation remap-unmaps-without-sync "$mapped" \
   'if (!moved.empty()) context_.memory.give_back(pool, moved, true);' \
   'if (!moved.empty()) context_.memory.give_back(pool, moved, false);'
 mutation remap-takes-other-streams-chunks-under-queued-work src/alloc/growth_remap.cpp \
-  '      if (!stream_is_done(other)) {' '      if (false) {'
+  '    if (!done) {' '    if (false) {'
 mutation release-without-sync "$ladder" \
   '  memory_.give_back(pool, taken, true);' '  memory_.give_back(pool, taken, false);'
 mutation unmap-partly-used-chunk "$release" \
