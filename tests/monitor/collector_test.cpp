@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "demo_kernels.hpp"
@@ -267,21 +268,25 @@ TEST(CollectorSampling, CollectsOnlyTheSampledStepsAndSaysSo) {
     // Steps 0 and 3 of 6 are sampled.
     collector collect(device, {.sample_every_steps = 3, .sample_window_steps = 1});
     EXPECT_NE(collect.status_message().find("sampled: 1 step(s) in 3"), std::string::npos) << collect.status_message();
-    run_marked_steps(workload, collect);
+    // The host pauses between the unsampled steps 1 and 2: the pause lies inside the device's
+    // window but outside both sampled windows, whatever the host's load.
+    constexpr auto pause = std::chrono::milliseconds(20);
+    run_marked_steps(workload, collect, [&](std::size_t i, auto&& enqueue) {
+      enqueue();
+      if (i == 1) std::this_thread::sleep_for(pause);
+    });
     const auto usage = collect.usage();
     EXPECT_EQ(collect.ops_seen(), 4u);
     EXPECT_DOUBLE_EQ(usage.sampled_fraction, 2.0 / 6.0);
     EXPECT_EQ(usage_of(usage, workload.key(workload.copy_stream())).memcpys, 2u);
     EXPECT_EQ(usage_of(usage, workload.key(workload.compute_stream())).kernels, 2u);
-    // Idle time is counted inside the two sampled windows only, not across the four steps
-    // between them (each of which took at least one kernel's time). The threaded sim runs on the
-    // host's clock, whose load stretches the sampled windows too: there only the steps' whole
-    // time is required to be left out, not half a step's work more.
+    // Idle time is counted inside the two sampled windows only: the time between them, the
+    // pause included, is left out.
     ASSERT_EQ(usage.devices.size(), 1u);
     const auto& d = usage.devices.front();
     EXPECT_GE(d.idle_us, 0);
-    const double left_out = mode == sim_mode::deterministic ? d.busy_us / 2 : 0.0;
-    EXPECT_LT(d.busy_us + d.idle_us, d.window_us() - left_out);
+    const double pause_us = std::chrono::duration<double, std::micro>(pause).count();
+    EXPECT_GE(d.window_us() - (d.busy_us + d.idle_us), pause_us);
   }
 }
 
