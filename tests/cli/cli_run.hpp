@@ -1,7 +1,11 @@
 // Runs the streamsafe CLI as a user does (the binary at STREAMSAFE_CLI) and reads its JSON.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <regex>
 #include <string>
 #include <sys/wait.h>
@@ -11,6 +15,28 @@ namespace streamsafe::cli_test {
 struct run_result {
   int exit_code;
   std::string output;
+};
+
+/// A path in the temporary directory that no other test process uses: ctest runs tests in
+/// parallel, and two checkouts' suites may share the directory.
+inline std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "streamsafe-" + std::to_string(getpid()) + "-" + name;
+}
+
+/// A temp_path() directory, removed with what the CLI wrote there when the test ends.
+class scratch_dir {
+ public:
+  explicit scratch_dir(const std::string& name) : path_(temp_path(name)) { std::filesystem::remove_all(path_); }
+  ~scratch_dir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  scratch_dir(const scratch_dir&) = delete;
+  scratch_dir& operator=(const scratch_dir&) = delete;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
 };
 
 /// Runs `streamsafe ARGUMENTS`, stdout and stderr together.

@@ -11,6 +11,7 @@ namespace {
 
 using streamsafe::cli_test::figure;
 using streamsafe::cli_test::run;
+using streamsafe::cli_test::scratch_dir;
 
 TEST(DemoCli, VersionNamesTheBackends) {
   auto result = run("--version");
@@ -19,8 +20,9 @@ TEST(DemoCli, VersionNamesTheBackends) {
 }
 
 TEST(DemoCli, SimExposesTheMissingWaitForEverySeedAndTheFixNever) {
+  const scratch_dir out("demo-out");
   for (int seed = 1; seed <= 5; ++seed) {
-    auto result = run("demo --backend sim --json --trials 4 --out " + ::testing::TempDir() + " --seed " +
+    auto result = run("demo --backend sim --json --trials 4 --out " + out.path() + " --seed " +
                       std::to_string(seed));
     ASSERT_EQ(result.exit_code, 0) << result.output;
     EXPECT_EQ(figure(result.output, "trials"), 4);
@@ -31,7 +33,8 @@ TEST(DemoCli, SimExposesTheMissingWaitForEverySeedAndTheFixNever) {
 }
 
 TEST(DemoCli, SimExposesTheMissingRecordStreamAndTheEngineCatchesAndFixesBoth) {
-  const std::string out_dir = ::testing::TempDir() + "demo-cli-test";
+  const scratch_dir out("demo-cli-test");
+  const std::string& out_dir = out.path();
   auto result = run("demo --backend sim --json --trials 3 --out " + out_dir);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_EQ(figure(result.output, "lifetime_buggy_corrupted"), 3) << result.output;
@@ -46,8 +49,8 @@ TEST(DemoCli, SimExposesTheMissingRecordStreamAndTheEngineCatchesAndFixesBoth) {
 }
 
 TEST(DemoCli, SimFindsTheHandMadeLoopsHazardsAndNoneInThePipeline) {
-  const std::string out_dir = ::testing::TempDir() + "demo-cli-pipeline";
-  std::filesystem::remove_all(out_dir);
+  const scratch_dir out("demo-cli-pipeline");
+  const std::string& out_dir = out.path();
   auto result = run("demo --backend sim --json --trials 1 --out " + out_dir);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_GT(figure(result.output, "handmade_loop_hazards"), 0) << result.output;
@@ -57,7 +60,8 @@ TEST(DemoCli, SimFindsTheHandMadeLoopsHazardsAndNoneInThePipeline) {
 }
 
 TEST(DemoCli, TextOutputTellsTheStory) {
-  auto result = run("demo --backend sim --trials 3 --out " + ::testing::TempDir());
+  const scratch_dir out("demo-out");
+  auto result = run("demo --backend sim --trials 3 --out " + out.path());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, ::testing::HasSubstr("without wait_event: 3/3 trials corrupted"));
   EXPECT_THAT(result.output, ::testing::HasSubstr("with wait_event:    0/3 trials corrupted"));

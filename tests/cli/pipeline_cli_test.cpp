@@ -62,8 +62,8 @@ TEST(PipelineCli, DepthIsConfigurable) {
 }
 
 TEST(PipelineCli, OutWritesTheJsonAndATimelineWithDependencyArrows) {
-  const std::string dir = ::testing::TempDir() + "pipeline-cli-test";
-  std::filesystem::remove_all(dir);
+  const streamsafe::cli_test::scratch_dir out("pipeline-cli-test");
+  const std::string& dir = out.path();
   const auto result = run("pipeline --backend sim --steps 4 --out " + dir);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   std::ifstream json(dir + "/pipeline.json");

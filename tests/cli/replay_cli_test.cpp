@@ -15,7 +15,7 @@ using streamsafe::cli_test::run;
 
 /// A training step on two streams: kept weights, activations, one used by the second stream.
 std::string write_trace() {
-  const std::string path = ::testing::TempDir() + "replay-cli-test.csv";
+  const std::string path = streamsafe::cli_test::temp_path("replay-cli-test.csv");
   std::ofstream(path) << "action,addr,size,stream\n"
                          "alloc,9,8000000,0\n"
                          "alloc,1,3000000,0\n"
@@ -78,7 +78,7 @@ TEST(ReplayCli, BusyDeviceRunsTheLoopAndSaysSo) {
 TEST(ReplayCli, ATightDeviceMakesStreamsShareTheirCachesInSteadyState) {
   // Stream 0 frees a block before stream 1 asks for as much: with room to grow, stream 1 builds
   // its own cache; with 1.1 x the peak live bytes free, it must borrow stream 0's every pass.
-  const std::string path = ::testing::TempDir() + "replay-cli-lending.csv";
+  const std::string path = streamsafe::cli_test::temp_path("replay-cli-lending.csv");
   std::ofstream(path) << "action,addr,size,stream\n"
                          "alloc,1,8000000,0\n"
                          "free_requested,1,8000000,0\n"

@@ -1,6 +1,7 @@
 // `streamsafe check` end to end: exit codes, --json, and bad input named by line.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -29,7 +30,7 @@ cli_result run_cli(const std::string& arguments) {
 std::string oplog(const std::string& name) { return std::string(STREAMSAFE_OPLOG_DIR) + "/" + name + ".jsonl"; }
 
 std::string temp_file(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = ::testing::TempDir() + "streamsafe-" + std::to_string(getpid()) + "-" + name;
   std::ofstream(path) << text;
   return path;
 }
