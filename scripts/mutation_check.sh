@@ -120,6 +120,8 @@ mutation_in alloc_repeat_plan_test:OffsetPlanner.* planner-sweep-ends-lifetimes-
   '      for (; swept_to <= next.begin; ++swept_to) {' '      for (; swept_to <= next.begin + 1; ++swept_to) {'
 mutation_in alloc_repeat_plan_test lent-block-back-before-plan-streams "$lending" \
   '    StreamRef(&lender).wait(done);' ''
+mutation_in alloc_repeat_plan_test:*/PlanLending.* release-takes-lent-block "$release" \
+  '    if (b->state != block_state::free) continue;' '    if (b->state != block_state::free && !b->lent) continue;'
 
 # Failure paths and streams that go (alloc_lifetime_test).
 lifetime=alloc_lifetime_test

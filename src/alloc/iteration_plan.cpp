@@ -346,9 +346,6 @@ void iteration_plan::activate(repeating_period period) {
   const std::uint64_t length = period.requests.size();
   std::vector<std::size_t> offsets;
   const bool pools_settled = period.device_calls == 0 && !period.unconfirmed;
-  // An unconfirmed period is served only when its largest block fits in no free run of the
-  // pools (serve_unconfirmed): planning it over their memory would fail.
-  const bool needs_arena = period.unconfirmed;
   // A period the pools served without a device call is held where they placed it, when that is
   // in the memory they lend now: nothing to plan.
   if (!pools_settled) addresses.clear();
@@ -366,7 +363,10 @@ void iteration_plan::activate(repeating_period period) {
     if (!start_job(std::move(lifetimes))) settle();  // nothing to lend: the pools go on
     return;
   }
-  if ((needs_arena || !plan_in_place(lifetimes, length, addresses, placement::or_planned, offsets)) &&
+  // Pools that moved memory for the period give back what a plan in theirs leaves over; pools
+  // that made no call keep their cache, and settle when the plan would not fit within the slack.
+  const excess what_over = pools_settled ? excess::refused : excess::released;
+  if (!plan_in_place(lifetimes, length, addresses, placement::or_planned, offsets, what_over) &&
       (pools_settled || !plan_in_new_arena(lifetimes, length, offsets))) {
     if (pools_settled && may_set_aside()) {
       // A stretch the pools serve without device calls, inside a log that may still hold the
@@ -423,17 +423,24 @@ iteration_plan::planned_blocks iteration_plan::blocks_of(const repeating_period&
 
 bool iteration_plan::serve_unconfirmed(const repeating_period& period) {
   if (host_.host_syncs() == syncs_at_log_start_) return false;  // pools that only grew hold still
-  // A period whose largest block fits in no free run of the pools (the bytes of the blocks it
-  // served already counted free) can neither be held where the pools placed it nor planned in
-  // their memory: it needs an arena of its own, and each turn waited would only move memory.
+  // A period that fits in no free memory of the pools (the bytes of the blocks it served
+  // already counted free) can neither be held where the pools placed it nor planned in their
+  // memory: it needs an arena of its own, and each turn waited would only move memory. Its
+  // largest block fitting in no free run says so at once; else the planner says.
+  std::vector<std::size_t> runs = free_runs(period);
   std::size_t largest = 0;
   for (std::size_t t = 0; t < period.requests.size(); ++t) {
     if (period.lifetimes[t] != 0) largest = std::max(largest, period.requests[t].bytes);
   }
-  return largest > largest_free_run(period);
+  if (runs.empty() || largest > *std::max_element(runs.begin(), runs.end())) return true;
+  std::sort(runs.begin(), runs.end(), std::greater<>());  // as the pools lend them
+  std::vector<std::size_t> ends(runs.size());
+  std::partial_sum(runs.begin(), runs.end(), ends.begin());
+  // Not the switch's prepared memory: that serves the switch, which may come a turn later.
+  return plan_offsets(blocks_of(period).lifetimes, period.requests.size(), ends).footprint > ends.back();
 }
 
-std::size_t iteration_plan::largest_free_run(const repeating_period& period) {
+std::vector<std::size_t> iteration_plan::free_runs(const repeating_period& period) {
   // The blocks of the period's first requests, served since its start, are live in the pools;
   // if the pools hold still, they lie where they lay last turn.
   const std::uint64_t served = (sequence_ + 1 - period.first_sequence) % period.requests.size();
@@ -444,15 +451,18 @@ std::size_t iteration_plan::largest_free_run(const repeating_period& period) {
     }
   }
   std::sort(view.begin(), view.end(), [](const lent_range& x, const lent_range& y) { return x.address < y.address; });
-  std::size_t largest = 0;
+  std::vector<std::size_t> runs;
   std::uintptr_t run_begin = 0;
   std::uintptr_t run_end = 0;
   for (const lent_range& r : view) {
-    if (r.address > run_end) run_begin = r.address;  // a gap: a new run
+    if (runs.empty() || r.address > run_end) {  // a gap: a new run
+      run_begin = r.address;
+      runs.push_back(0);
+    }
     run_end = std::max(run_end, r.address + r.bytes);
-    largest = std::max<std::size_t>(largest, run_end - run_begin);
+    runs.back() = run_end - run_begin;
   }
-  return largest;
+  return runs;
 }
 
 bool iteration_plan::fits_as_placed(const std::vector<cyclic_lifetime>& lifetimes,
@@ -464,15 +474,21 @@ bool iteration_plan::fits_as_placed(const std::vector<cyclic_lifetime>& lifetime
 
 bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                    const std::vector<std::uintptr_t>& addresses, placement how,
-                                   std::vector<std::size_t>& offsets) {
+                                   std::vector<std::size_t>& offsets, excess what_over) {
   const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
   const std::vector<std::size_t> ends = range_ends(lent);
   const std::size_t total = ends.empty() ? 0 : ends.back();
   offset_plan plan;
   bool holds = false;
+  bool over_slack = false;
+  std::size_t peak = 0;
   try {
     std::pmr::memory_resource* scratch = &switch_scratch_;
-    holds = !lent.empty() && host_.within_slack(peak_live_bytes(lifetimes, period, scratch)) &&
+    if (!lent.empty()) {
+      peak = peak_live_bytes(lifetimes, period, scratch);
+      over_slack = !host_.within_slack(peak);
+    }
+    holds = !lent.empty() && (!over_slack || what_over == excess::released) &&
             (places_kept(lent, ends, lifetimes, addresses, period, plan.offsets) ||
              (how == placement::or_planned &&
               (plan = plan_offsets(lifetimes, period, ends, scratch)).footprint <= total));
@@ -481,9 +497,19 @@ bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes
     throw;
   }
   keep_used_ranges(lent, ends, holds ? &plan : nullptr);
-  if (!holds) return false;
+  if (!holds || (over_slack && !release_excess(peak))) return false;
   offsets = std::move(plan.offsets);
   return true;
+}
+
+bool iteration_plan::release_excess(std::size_t peak_live) {
+  // The ranges the plan kept are lent, live in their pools: only the pools' other free memory
+  // goes to the device, two calls a chunk for what the plan does not need, not for the cache.
+  host_.release_pool_cache();
+  if (host_.within_slack(peak_live)) return true;
+  for (const arena_range& r : std::exchange(ranges_, {})) host_.take_back(lent_range{r.address, r.bytes, r.lender}, {});
+  span_ = 0;
+  return false;
 }
 
 void iteration_plan::keep_used_ranges(const std::vector<lent_range>& lent, const std::vector<std::size_t>& ends,

@@ -244,23 +244,29 @@ class iteration_plan {
   };
   [[nodiscard]] static planned_blocks blocks_of(const repeating_period& period);
   /// Whether an unconfirmed period is served at once: when the pools moved memory while the
-  /// log was kept (they will again in every turn waited) and its largest block fits in no free
-  /// run of theirs (so it needs an arena of its own whenever it starts).
+  /// log was kept (they will again in every turn waited) and the period fits in no free memory
+  /// of theirs (so it needs an arena of its own whenever it starts).
   [[nodiscard]] bool serve_unconfirmed(const repeating_period& period);
-  /// The pools' largest free run, the bytes of the blocks an unconfirmed period served already
-  /// (where they lay last turn) counted free.
-  [[nodiscard]] std::size_t largest_free_run(const repeating_period& period);
+  /// The sizes of the pools' free runs, the bytes of the blocks an unconfirmed period served
+  /// already (where they lay last turn) counted free.
+  [[nodiscard]] std::vector<std::size_t> free_runs(const repeating_period& period);
   /// Where a plan over the pools' memory puts its blocks: where the pools placed them last
   /// period, when `addresses` names them and they fit (else, or_planned: where the planner says).
   enum class placement : std::uint8_t { as_placed, or_planned };
   /// Whether blocks at `addresses` lie in the pools' free memory, apart while alive together.
   [[nodiscard]] bool fits_as_placed(const std::vector<cyclic_lifetime>& lifetimes,
                                     const std::vector<std::uintptr_t>& addresses, std::uint64_t period);
+  /// What a plan over the pools' memory does when reserved is over the slack: refuse, or
+  /// release the pools' free memory outside the plan's ranges and hold if that is enough.
+  enum class excess : std::uint8_t { refused, released };
   /// Plans `lifetimes` over memory the pools lend; false, having given it all back, when the
-  /// pools cannot hold the plan within the slack.
+  /// pools cannot hold the plan within the slack (after releasing their excess, if `what_over`).
   [[nodiscard]] bool plan_in_place(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                    const std::vector<std::uintptr_t>& addresses, placement how,
-                                   std::vector<std::size_t>& offsets);
+                                   std::vector<std::size_t>& offsets, excess what_over = excess::refused);
+  /// Releases the pools' free memory the plan's kept ranges leave; false, the ranges given back,
+  /// when reserved is still over the slack for `peak_live` more bytes.
+  [[nodiscard]] bool release_excess(std::size_t peak_live);
   /// Plans `lifetimes` in one arena mapped for them; false when the device has no room.
   [[nodiscard]] bool plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                        std::vector<std::size_t>& offsets);

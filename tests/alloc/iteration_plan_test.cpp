@@ -50,13 +50,16 @@ class always_growing_host final : public detail::plan_host {
   void take_back(const detail::lent_range& range, const std::vector<detail::StreamImpl*>& users) override {
     taken_back.push_back({range, users});
   }
-  [[nodiscard]] bool within_slack(std::size_t /*more_live*/) const override { return true; }
+  [[nodiscard]] bool within_slack(std::size_t /*more_live*/) const override {
+    return pool_releases >= over_slack_until_releases;
+  }
   void note_reserved(std::int64_t bytes, std::int64_t /*segments*/) override { reserved += bytes; }
   void note_host_sync() override { ++plan_syncs; }
   void tell_mapping(std::uintptr_t /*at*/, std::size_t /*bytes*/, mapping_change /*change*/) noexcept override {}
   [[nodiscard]] std::uint64_t device_calls() const override { return settled ? calls_ : ++calls_; }
   [[nodiscard]] std::uint64_t host_syncs() const override { return plan_syncs + pool_moves; }
   int pool_releases = 0;
+  int over_slack_until_releases = 0;  // reserved is over the slack until the cache went back so often
   std::int64_t reserved = 0;
   int plan_syncs = 0;  // the plan's own
   int pool_moves = 0;  // synchronizations the pools made to move memory
@@ -353,6 +356,20 @@ TEST_P(PlanFixture, ALoopWhoseLargestBlockFitsAFreeRunOfThePoolsIsConfirmedFirst
   EXPECT_EQ(plan_stats().num_plan_activations, 1u);
 }
 
+TEST_P(PlanFixture, ALoopThatFitsNoFreeMemoryOfThePoolsIsServedFromItsSecondTurnThoughItsLargestBlockFitsARun) {
+  // Two 1 MiB blocks live together; the pools' free runs hold either but not both: a plan in
+  // their memory would fail at the confirmed cut too, so waiting for it would only move memory.
+  const std::vector<step> steps = with_fillers({{1 * mib, 1, 0}, {1 * mib, 0, 0}, {0, 0, 0}, {0, 0, 1}});
+  iterate(steps);
+  parts_->host.pool_moves = 1;
+  parts_->host.view_instead = {{0x7000'0000'0000, 1 * mib + 64 * kib, nullptr}, {0x7100'0000'0000, 512 * kib, nullptr}};
+  iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "served unconfirmed, in an arena of its own";
+  EXPECT_GT(parts_->host.reserved, 0);
+  iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+}
+
 TEST_P(PlanFixture, ALoopWhosePoolsOnlyGrewIsConfirmedBeforeItIsServed) {
   const std::vector<step> steps = late_then_a();
   iterate(steps);
@@ -458,6 +475,38 @@ TEST_P(PlanFixture, APlanOverLentMemoryMapsNothingAndItsFirstBlocksWaitForTheLen
   EXPECT_EQ(returned.range.address, base);
   EXPECT_NE(std::find(returned.users.begin(), returned.users.end(), &parts_->a.impl()), returned.users.end())
       << "the pool's stream must be ordered after the plan's";
+}
+
+TEST_P(PlanFixture, APlanOverLentMemoryOverTheSlackReleasesOnlyThePoolsOtherFreeMemory) {
+  // The pools moved memory for the period and hold more than the slack allows: the plan still
+  // starts in what they lend, and only their other free memory goes to the device.
+  constexpr std::size_t lent_bytes = 16 * mib;
+  const std::uintptr_t base = lend_from_late(lent_bytes);
+  parts_->host.over_slack_until_releases = 1;
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  for (int i = 0; i < 3; ++i) iterate(steps);
+  const allocator_stats s = plan_stats();
+  ASSERT_EQ(s.num_plan_activations, 1u);
+  EXPECT_EQ(s.plan_arena_bytes, lent_bytes) << "planned in the lent memory";
+  EXPECT_EQ(parts_->host.reserved, 0) << "no arena mapped";
+  EXPECT_EQ(parts_->host.pool_releases, 1) << "the pools' other free memory goes back once";
+  EXPECT_TRUE(parts_->host.taken_back.empty()) << "the plan keeps the memory it was lent";
+  const std::vector<live_block> blocks = iterate(steps);
+  EXPECT_LT(reinterpret_cast<std::uintptr_t>(blocks[steps.size() - 2].ptr) - base, lent_bytes);
+}
+
+TEST_P(PlanFixture, APlanOverLentMemoryStillOverTheSlackGivesItBackAndTakesAnArena) {
+  constexpr std::size_t lent_bytes = 16 * mib;
+  const std::uintptr_t base = lend_from_late(lent_bytes);
+  parts_->host.over_slack_until_releases = 1000;  // never within the slack while the pools lend
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  for (int i = 0; i < 3; ++i) iterate(steps);
+  ASSERT_EQ(plan_stats().num_plan_activations, 1u);
+  ASSERT_EQ(parts_->host.taken_back.size(), 1u) << "the lent memory goes back untouched";
+  EXPECT_EQ(parts_->host.taken_back[0].range.address, base);
+  EXPECT_TRUE(parts_->host.taken_back[0].users.empty());
+  EXPECT_GT(parts_->host.reserved, 0) << "an arena of its own";
+  EXPECT_EQ(parts_->host.pool_releases, 2) << "the pools' excess, then their whole cache";
 }
 
 TEST_P(PlanFixture, APeriodThePoolsServeWithoutCallsIsPlannedOnlyInTheirOwnMemory) {

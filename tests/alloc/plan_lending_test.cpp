@@ -85,6 +85,33 @@ TEST_P(PlanLending, ABlockGivenBackIsReusedOnlyAfterTheWorkOfTheStreamsThatUsedI
   impl_->deallocate(again);
 }
 
+TEST_P(PlanLending, ReleasingThePoolsCacheLeavesALentBlockMappedUnderItsUsersWork) {
+  // A plan kept one lent range and the rest went back (what the plan does not use): the pools'
+  // free memory goes to the device while the plan's user still writes the lent bytes.
+  void* kept = impl_->allocate(4 * mib, *a_);
+  void* spare = impl_->allocate(4 * mib, *a_);  // between them: two free runs, not one
+  void* other = impl_->allocate(4 * mib, *a_);
+  impl_->deallocate(kept);
+  impl_->deallocate(other);
+  detail::plan_host& host = *impl_;
+  const std::vector<detail::lent_range> lent = host.lend_free_memory(8);
+  const detail::lent_range* range = range_at(lent, kept);
+  ASSERT_NE(range, nullptr);
+  ASSERT_EQ(lent.size(), 2u);
+  for (const auto& r : lent) {
+    if (&r != range) host.take_back(r, {});
+  }
+  const auto reserved_before = impl_->stats().reserved_bytes.current;
+  reuse_oracle oracle(*device_);
+  oracle.late_write(*late_, kept, 4 * mib, late_data);  // the plan's user, still writing
+  host.release_pool_cache();
+  EXPECT_LT(impl_->stats().reserved_bytes.current, reserved_before) << "the free memory went back (else this test sees nothing)";
+  oracle.claim(*late_, kept, 4 * mib, new_data);  // after the write, on its stream: the bytes must be there
+  EXPECT_TRUE(oracle.settle());
+  host.take_back(*range, {&late_->impl()});
+  impl_->deallocate(spare);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, PlanLending,
                          ::testing::Values(test_backend::sim_deterministic, test_backend::sim_threaded, test_backend::cuda),
                          [](const ::testing::TestParamInfo<test_backend>& info) { return testing::to_string(info.param); });
