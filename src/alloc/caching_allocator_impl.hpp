@@ -115,6 +115,7 @@ class caching_allocator_impl final : public plan_host {
   [[nodiscard]] std::vector<lent_range> free_memory_view(std::size_t most) override;
   void take_back(const lent_range& range, const std::vector<StreamImpl*>& users) override;
   [[nodiscard]] bool within_slack(std::size_t more_live) const override;
+  [[nodiscard]] std::size_t slack_above(std::size_t live) const override;
 
  private:
   /// The pools' largest runs of mapped free bytes, up to `most`; with `take`, lent to the plan.

@@ -437,7 +437,12 @@ bool iteration_plan::serve_unconfirmed(const repeating_period& period) {
   std::vector<std::size_t> ends(runs.size());
   std::partial_sum(runs.begin(), runs.end(), ends.begin());
   // Not the switch's prepared memory: that serves the switch, which may come a turn later.
-  return plan_offsets(blocks_of(period).lifetimes, period.requests.size(), ends).footprint > ends.back();
+  const std::vector<cyclic_lifetime> lifetimes = blocks_of(period).lifetimes;
+  const std::size_t footprint = plan_offsets(lifetimes, period.requests.size(), ends).footprint;
+  // Held in their memory, a plan keeps reserved within the slack above live: a footprint beyond
+  // that, or beyond what they hold, cannot be held there at the confirmed cut either.
+  const std::size_t peak = peak_live_bytes(lifetimes, period.requests.size());
+  return footprint > std::min(ends.back(), peak + host_.slack_above(peak));
 }
 
 std::vector<std::size_t> iteration_plan::free_runs(const repeating_period& period) {
@@ -784,6 +789,7 @@ iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std:
     derail();
     return log_alloc(rounded, stream);
   }
+  if (taken_since_activation_ == blocks_.size()) release_pools_left_over();
   planned_block& b = blocks_[index];
   b.allocated_at = ++sequence_;
   b.requested = requested;
@@ -791,6 +797,17 @@ iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std:
   occupy_slot(b);
   cross_stream_reuses_ += waits.size();
   return {reinterpret_cast<void*>(b.address), b.allocated_at};
+}
+
+void iteration_plan::release_pools_left_over() {
+  // A plan in an arena of its own has served a whole period: the blocks the pools served before
+  // it began are freed, and the chunks that held them would stay cached beside the arena.
+  if (ranges_.empty() || ranges_.front().lender != nullptr) return;
+  try {
+    host_.release_pool_cache();
+  } catch (...) {
+    // Best effort: what could not go back stays cached in the pools, as it would have.
+  }
 }
 
 void iteration_plan::occupy_slot(planned_block& b) {

@@ -92,6 +92,8 @@ class plan_host {
   /// Whether the bytes reserved now stay within the allocator's slack above the bytes live now
   /// plus `more_live`: whether a plan over the pools' own memory keeps reserved near live.
   [[nodiscard]] virtual bool within_slack(std::size_t more_live) const = 0;
+  /// The bytes the allocator's slack lets reserved stay above `live` bytes live.
+  [[nodiscard]] virtual std::size_t slack_above(std::size_t live) const = 0;
   virtual void note_reserved(std::int64_t bytes, std::int64_t segments) = 0;
   virtual void note_host_sync() = 0;
   /// Tells the allocator's observers that physical memory now backs, or no longer backs, a chunk
@@ -245,7 +247,7 @@ class iteration_plan {
   [[nodiscard]] static planned_blocks blocks_of(const repeating_period& period);
   /// Whether an unconfirmed period is served at once: when the pools moved memory while the
   /// log was kept (they will again in every turn waited) and the period fits in no free memory
-  /// of theirs (so it needs an arena of its own whenever it starts).
+  /// of theirs within the slack (so it needs an arena of its own whenever it starts).
   [[nodiscard]] bool serve_unconfirmed(const repeating_period& period);
   /// The sizes of the pools' free runs, the bytes of the blocks an unconfirmed period served
   /// already (where they lay last turn) counted free.
@@ -267,6 +269,9 @@ class iteration_plan {
   /// Releases the pools' free memory the plan's kept ranges leave; false, the ranges given back,
   /// when reserved is still over the slack for `peak_live` more bytes.
   [[nodiscard]] bool release_excess(std::size_t peak_live);
+  /// Once a plan in its own arena has served a whole period: the pools' free memory (the chunks
+  /// of the blocks they served before it began) goes to the device.
+  void release_pools_left_over();
   /// Plans `lifetimes` in one arena mapped for them; false when the device has no room.
   [[nodiscard]] bool plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                        std::vector<std::size_t>& offsets);

@@ -165,7 +165,11 @@ bool caching_allocator_impl::within_slack(std::size_t more_live) const {
     live += static_cast<std::size_t>(pool->stats.allocated_bytes.current);
   }
   const auto reserved = static_cast<std::size_t>(books_.figures().reserved_bytes.current);
-  return reserved <= live + live / 100 * options_.remap_slack_percent;
+  return reserved <= live + slack_above(live);
+}
+
+std::size_t caching_allocator_impl::slack_above(std::size_t live) const {
+  return live / 100 * options_.remap_slack_percent;
 }
 
 }  // namespace streamsafe::detail
