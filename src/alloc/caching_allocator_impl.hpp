@@ -115,9 +115,13 @@ class caching_allocator_impl final : public plan_host {
   [[nodiscard]] std::vector<lent_range> free_memory_view(std::size_t most) override;
   void take_back(const lent_range& range, const std::vector<StreamImpl*>& users) override;
   [[nodiscard]] bool within_slack(std::size_t more_live) const override;
-  [[nodiscard]] std::size_t slack_above(std::size_t live) const override;
+  [[nodiscard]] std::size_t slack_beside(std::size_t more_live) const override;
 
  private:
+  /// The bytes live on every stream now, plus `more_live`.
+  [[nodiscard]] std::size_t live_beside(std::size_t more_live) const;
+  /// The bytes remap_slack_percent lets reserved stay above `live`.
+  [[nodiscard]] std::size_t slack_of(std::size_t live) const;
   /// The pools' largest runs of mapped free bytes, up to `most`; with `take`, lent to the plan.
   [[nodiscard]] std::vector<lent_range> gather_free_runs(std::size_t most, bool take);
   void note_reserved(std::int64_t bytes, std::int64_t segments) override { books_.note_reserved(bytes, segments); }

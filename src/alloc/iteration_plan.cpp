@@ -315,7 +315,8 @@ void iteration_plan::release_switch_memory() noexcept {
 }
 
 bool iteration_plan::same_plan(const repeating_period& period) const {
-  return has_arena() && period.requests == book_.requests && period.lifetimes == book_.lifetimes;
+  // An arena without blocks (a switch that failed half way) holds no plan to start again.
+  return has_arena() && !blocks_.empty() && period.requests == book_.requests && period.lifetimes == book_.lifetimes;
 }
 
 void iteration_plan::activate(repeating_period period) {
@@ -395,6 +396,7 @@ void iteration_plan::start_plan(const std::vector<cyclic_lifetime>& lifetimes, c
     blocks_[i].address = address_of(offsets[i]);
   }
   book_ = std::move(book);
+  left_over_released_ = false;
   index_cells();
   start_history();
   predecessor_ids_.clear();
@@ -436,13 +438,18 @@ bool iteration_plan::serve_unconfirmed(const repeating_period& period) {
   std::sort(runs.begin(), runs.end(), std::greater<>());  // as the pools lend them
   std::vector<std::size_t> ends(runs.size());
   std::partial_sum(runs.begin(), runs.end(), ends.begin());
-  // Not the switch's prepared memory: that serves the switch, which may come a turn later.
-  const std::vector<cyclic_lifetime> lifetimes = blocks_of(period).lifetimes;
-  const std::size_t footprint = plan_offsets(lifetimes, period.requests.size(), ends).footprint;
-  // Held in their memory, a plan keeps reserved within the slack above live: a footprint beyond
-  // that, or beyond what they hold, cannot be held there at the confirmed cut either.
-  const std::size_t peak = peak_live_bytes(lifetimes, period.requests.size());
-  return footprint > std::min(ends.back(), peak + host_.slack_above(peak));
+  try {
+    // The planner's temporaries in the switch's prepared memory: all given back before the
+    // switch, which then finds the same pages.
+    const std::vector<cyclic_lifetime> lifetimes = blocks_of(period).lifetimes;
+    const std::size_t footprint = plan_offsets(lifetimes, period.requests.size(), ends, &switch_scratch_).footprint;
+    // Held in their memory, a plan keeps reserved within the slack above live: a footprint
+    // beyond that, or beyond what they hold, cannot be held there at the confirmed cut either.
+    const std::size_t peak = peak_live_bytes(lifetimes, period.requests.size(), &switch_scratch_);
+    return footprint > std::min(ends.back(), peak + host_.slack_beside(peak));
+  } catch (...) {
+    return false;  // out of host memory (on a free that took effect): the period waits to be confirmed
+  }
 }
 
 std::vector<std::size_t> iteration_plan::free_runs(const repeating_period& period) {
@@ -510,8 +517,14 @@ bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes
 bool iteration_plan::release_excess(std::size_t peak_live) {
   // The ranges the plan kept are lent, live in their pools: only the pools' other free memory
   // goes to the device, two calls a chunk for what the plan does not need, not for the cache.
-  host_.release_pool_cache();
-  if (host_.within_slack(peak_live)) return true;
+  bool held = false;
+  try {
+    host_.release_pool_cache();
+    held = host_.within_slack(peak_live);
+  } catch (...) {
+    held = false;  // the pools booked what the device took back; the plan does not start here
+  }
+  if (held) return true;
   for (const arena_range& r : std::exchange(ranges_, {})) host_.take_back(lent_range{r.address, r.bytes, r.lender}, {});
   span_ = 0;
   return false;
@@ -789,7 +802,7 @@ iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std:
     derail();
     return log_alloc(rounded, stream);
   }
-  if (taken_since_activation_ == blocks_.size()) release_pools_left_over();
+  if (!left_over_released_ && taken_since_activation_ == blocks_.size()) release_pools_left_over();
   planned_block& b = blocks_[index];
   b.allocated_at = ++sequence_;
   b.requested = requested;
@@ -802,6 +815,7 @@ iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std:
 void iteration_plan::release_pools_left_over() {
   // A plan in an arena of its own has served a whole period: the blocks the pools served before
   // it began are freed, and the chunks that held them would stay cached beside the arena.
+  left_over_released_ = true;  // once per arena: a plan started again over it finds the pools as they served
   if (ranges_.empty() || ranges_.front().lender != nullptr) return;
   try {
     host_.release_pool_cache();

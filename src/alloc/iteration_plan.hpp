@@ -92,8 +92,9 @@ class plan_host {
   /// Whether the bytes reserved now stay within the allocator's slack above the bytes live now
   /// plus `more_live`: whether a plan over the pools' own memory keeps reserved near live.
   [[nodiscard]] virtual bool within_slack(std::size_t more_live) const = 0;
-  /// The bytes the allocator's slack lets reserved stay above `live` bytes live.
-  [[nodiscard]] virtual std::size_t slack_above(std::size_t live) const = 0;
+  /// The bytes the allocator's slack lets reserved stay above the bytes live now plus
+  /// `more_live` (within_slack's margin).
+  [[nodiscard]] virtual std::size_t slack_beside(std::size_t more_live) const = 0;
   virtual void note_reserved(std::int64_t bytes, std::int64_t segments) = 0;
   virtual void note_host_sync() = 0;
   /// Tells the allocator's observers that physical memory now backs, or no longer backs, a chunk
@@ -269,8 +270,8 @@ class iteration_plan {
   /// Releases the pools' free memory the plan's kept ranges leave; false, the ranges given back,
   /// when reserved is still over the slack for `peak_live` more bytes.
   [[nodiscard]] bool release_excess(std::size_t peak_live);
-  /// Once a plan in its own arena has served a whole period: the pools' free memory (the chunks
-  /// of the blocks they served before it began) goes to the device.
+  /// Once a plan in its own arena has served a whole period, once per arena: the pools' free
+  /// memory (the chunks of the blocks they served before it began) goes to the device.
   void release_pools_left_over();
   /// Plans `lifetimes` in one arena mapped for them; false when the device has no room.
   [[nodiscard]] bool plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
@@ -403,6 +404,7 @@ class iteration_plan {
   std::vector<std::uint32_t> predecessor_ids_;
   std::vector<std::uint32_t> holders_;  // scratch: the holders of the cells a block takes
   std::uint64_t taken_since_activation_ = 0;
+  bool left_over_released_ = false;  // release_pools_left_over ran for this arena
   planned_block history_;
   // The blocks' distinct addresses, sorted, and for each the block live there (blocks live
   // together never share bytes): frees and queries find their block without a search per block.

@@ -159,17 +159,26 @@ void caching_allocator_impl::take_back(const lent_range& range, const std::vecto
 
 bool caching_allocator_impl::within_slack(std::size_t more_live) const {
   // Not stats(): the plan's own figures are read under its lock, which the caller holds.
+  const auto reserved = static_cast<std::size_t>(books_.figures().reserved_bytes.current);
+  const std::size_t live = live_beside(more_live);
+  return reserved <= live + slack_of(live);
+}
+
+std::size_t caching_allocator_impl::slack_beside(std::size_t more_live) const {
+  return slack_of(live_beside(more_live));
+}
+
+std::size_t caching_allocator_impl::slack_of(std::size_t live) const {
+  return live / 100 * options_.remap_slack_percent;
+}
+
+std::size_t caching_allocator_impl::live_beside(std::size_t more_live) const {
   std::size_t live = more_live;
   for (stream_pool* pool : all_pools()) {
     std::lock_guard lock(pool->mutex);
     live += static_cast<std::size_t>(pool->stats.allocated_bytes.current);
   }
-  const auto reserved = static_cast<std::size_t>(books_.figures().reserved_bytes.current);
-  return reserved <= live + slack_above(live);
-}
-
-std::size_t caching_allocator_impl::slack_above(std::size_t live) const {
-  return live / 100 * options_.remap_slack_percent;
+  return live;
 }
 
 }  // namespace streamsafe::detail

@@ -55,7 +55,8 @@ void* prefaulted_resource::do_allocate(std::size_t bytes, std::size_t alignment)
 
 void prefaulted_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
   if (current_.holds(p)) {
-    --current_.outstanding;
+    // Nothing taken from the pages is in use: the next burst starts at their beginning again.
+    if (--current_.outstanding == 0) current_.used = 0;
     return;
   }
   for (auto r = retiring_.begin(); r != retiring_.end(); ++r) {

@@ -15,7 +15,8 @@
 namespace streamsafe::detail {
 
 /// Serves allocations from the prepared pages, one after another, while they last, then from
-/// the heap (operator new, whatever the default memory resource). Pages are given back only
+/// the heap (operator new, whatever the default memory resource); once everything taken from
+/// the pages is given back, they serve from their beginning again. Pages are given back only
 /// when everything taken from them is: a pmr container can hold its storage from them for as
 /// long as it likes.
 ///

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -42,7 +43,10 @@ constexpr std::uint32_t new_data = 0x0E3D0E3D;
 /// Lends nothing unless given `to_lend`, which it lends at the next activation.
 class always_growing_host final : public detail::plan_host {
  public:
-  void release_pool_cache() override { ++pool_releases; }
+  void release_pool_cache() override {
+    ++pool_releases;
+    if (release_fails) throw std::runtime_error("releasing the pools' cache failed");
+  }
   std::vector<detail::lent_range> lend_free_memory(std::size_t /*most*/) override { return std::exchange(to_lend, {}); }
   std::vector<detail::lent_range> free_memory_view(std::size_t /*most*/) override {
     return view_instead.empty() ? to_lend : view_instead;
@@ -53,7 +57,7 @@ class always_growing_host final : public detail::plan_host {
   [[nodiscard]] bool within_slack(std::size_t /*more_live*/) const override {
     return pool_releases >= over_slack_until_releases;
   }
-  [[nodiscard]] std::size_t slack_above(std::size_t live) const override { return live / 100 * 2; }
+  [[nodiscard]] std::size_t slack_beside(std::size_t more_live) const override { return more_live / 100 * 2; }
   void note_reserved(std::int64_t bytes, std::int64_t /*segments*/) override { reserved += bytes; }
   void note_host_sync() override { ++plan_syncs; }
   void tell_mapping(std::uintptr_t /*at*/, std::size_t /*bytes*/, mapping_change /*change*/) noexcept override {}
@@ -61,6 +65,7 @@ class always_growing_host final : public detail::plan_host {
   [[nodiscard]] std::uint64_t host_syncs() const override { return plan_syncs + pool_moves; }
   int pool_releases = 0;
   int over_slack_until_releases = 0;  // reserved is over the slack until the cache went back so often
+  bool release_fails = false;
   std::int64_t reserved = 0;
   int plan_syncs = 0;  // the plan's own
   int pool_moves = 0;  // synchronizations the pools made to move memory
@@ -275,6 +280,26 @@ TEST_P(PlanFixture, APlanInItsOwnArenaReleasesWhatThePoolsCachedBesideItOnceAfte
   iterate(steps);
   EXPECT_EQ(parts_->host.pool_releases, 2) << "not in every period";
   EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+}
+
+TEST_P(PlanFixture, APlanStartedAgainOverItsArenaDoesNotReleaseThePoolsAgain) {
+  // A request off the plan derails it; the pools serve until the period comes round, and the
+  // plan starts again over the same arena: the pools' cache went back for that arena already.
+  const std::vector<step> steps = with_fillers({{1 * mib, 1, 0}, {0, 0, 0}, {2 * mib, 0, 0}, {0, 0, 2}});
+  warm_up(steps);
+  std::vector<step> changed = steps;
+  changed[changed.size() - 2].bytes = 3 * mib;
+  const auto derail_and_come_back = [&] {
+    iterate(changed);
+    for (int i = 0; i < 4; ++i) iterate(steps);
+  };
+  derail_and_come_back();
+  const int releases = parts_->host.pool_releases;
+  const std::uint64_t activations = plan_stats().num_plan_activations;
+  derail_and_come_back();
+  derail_and_come_back();
+  ASSERT_EQ(plan_stats().num_plan_activations, activations + 2) << "started again (else this test sees nothing)";
+  EXPECT_EQ(parts_->host.pool_releases, releases);
 }
 
 TEST_P(PlanFixture, APlanInLentMemoryReleasesNothingAfterItsFirstPeriod) {
@@ -547,6 +572,44 @@ TEST_P(PlanFixture, APlanOverLentMemoryStillOverTheSlackGivesItBackAndTakesAnAre
   EXPECT_TRUE(parts_->host.taken_back[0].users.empty());
   EXPECT_GT(parts_->host.reserved, 0) << "an arena of its own";
   EXPECT_EQ(parts_->host.pool_releases, 2) << "the pools' excess, then their whole cache";
+}
+
+TEST_P(PlanFixture, AFailedReleaseOfThePoolsExcessGivesTheLentMemoryBack) {
+  constexpr std::size_t lent_bytes = 16 * mib;
+  const std::uintptr_t base = lend_from_late(lent_bytes);
+  parts_->host.over_slack_until_releases = 1;
+  parts_->host.release_fails = true;
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  bool failed = false;
+  for (int turn = 0; turn < 4 && !failed; ++turn) {
+    std::vector<live_block> blocks(steps.size());
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].bytes == 0) {
+        deallocate(blocks[steps[i].frees]);
+        continue;
+      }
+      try {
+        allocate(steps[i].bytes, steps[i].stream, blocks[i]);
+      } catch (const std::runtime_error&) {
+        failed = true;  // the switch's request fails with the device; the pools serve it instead
+        blocks[i] = {parts_->pools.allocate(steps[i].bytes, stream(steps[i].stream)), false, 0, steps[i].bytes};
+      }
+    }
+  }
+  ASSERT_TRUE(failed) << "the release was asked for (else this test sees nothing)";
+  EXPECT_EQ(plan_stats().plan_arena_bytes, 0u) << "no plan holds memory it never started in";
+  ASSERT_EQ(parts_->host.taken_back.size(), 1u) << "the lent memory goes back";
+  EXPECT_EQ(parts_->host.taken_back[0].range.address, base);
+}
+
+TEST_P(PlanFixture, ASettledPeriodOverTheSlackReleasesNothingAndTheSettledPoolsServe) {
+  parts_->host.settled = true;
+  (void)lend_from_late(16 * mib);
+  parts_->host.over_slack_until_releases = 1;
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  for (int i = 0; i < 4; ++i) iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_activations, 0u);
+  EXPECT_EQ(parts_->host.pool_releases, 0) << "pools that make no device call keep their cache";
 }
 
 TEST_P(PlanFixture, APeriodThePoolsServeWithoutCallsIsPlannedOnlyInTheirOwnMemory) {

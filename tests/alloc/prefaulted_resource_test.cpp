@@ -34,6 +34,24 @@ TEST(PrefaultedResource, PreparedPagesServeAllocationsInTurnThenTheHeapDoes) {
   memory.deallocate(first, mib, 64);
 }
 
+TEST(PrefaultedResource, PagesServeFromTheirBeginningAgainOnceNothingTakenIsInUse) {
+  prefaulted_resource memory;
+  memory.prepare(2 * mib);
+  auto* first = static_cast<char*>(memory.allocate(mib, 64));
+  auto* second = static_cast<char*>(memory.allocate(mib / 2, 64));
+  memory.deallocate(first, mib, 64);
+  auto* third = static_cast<char*>(memory.allocate(mib / 2, 64));
+  EXPECT_GE(third, second + mib / 2) << "the second is still in use: nothing is served over it";
+  std::fill(second, second + mib / 2, std::uint8_t{0x11});
+  std::fill(third, third + mib / 2, std::uint8_t{0x22});
+  EXPECT_EQ(second[mib / 2 - 1], 0x11);
+  memory.deallocate(third, mib / 2, 64);
+  memory.deallocate(second, mib / 2, 64);
+  auto* again = static_cast<char*>(memory.allocate(mib, 64));
+  EXPECT_EQ(again, first) << "all given back: the pages serve from their beginning";
+  memory.deallocate(again, mib, 64);
+}
+
 TEST(PrefaultedResource, AlignmentIsKeptInsideThePreparedPages) {
   prefaulted_resource memory;
   memory.prepare(mib);
