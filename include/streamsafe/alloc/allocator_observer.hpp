@@ -43,7 +43,9 @@ class allocator_observer {
   /// or one fixed segment): the identity of device bytes, for an observer that knows bytes by
   /// address. Every `unmapped` of a piece comes after the `mapped` of it and before the next
   /// `mapped` of its address. Unlike the others, called under the stream's growth mutex (never
-  /// a spin lock), so a slow callback delays that stream's growth. A callback that throws is
+  /// a spin lock), so a slow callback delays that stream's growth, and, where the repeat plan
+  /// maps its arena or has the pools release memory, under the plan's mutex too: it must not
+  /// read the allocator (stats, snapshot_json would wait for that mutex). A callback that throws is
   /// reported on stderr, naming the call, and the allocator goes on (its books are done; its
   /// destructor keeps releasing).
   virtual void on_mapping(void* /*at*/, std::size_t /*bytes*/, mapping_change /*change*/) {}
