@@ -2,7 +2,7 @@
 # the inference traces whose switch this session changed, streamsafe's default beside c10, idle
 # and busy, in rounds until about 190 s have passed; then the medians (replay_ratios.py).
 #   run(command="bash bench/results/h200-2026-12-04-session31/run2/device_call.sh", carry=[".device-build"])
-set -u; R=/tmp/r; rm -rf $R; mkdir -p $R .device-build/bin .device-build/lib; T=.device-build/traces; s=$(date +%s)
+set -u; R=$OUT/r; rm -rf $R; mkdir -p $R .device-build/bin .device-build/lib; T=.device-build/traces; s=$(date +%s)
 export LD_LIBRARY_PATH=$PWD/.device-build/lib:/usr/local/cuda/lib64
 { nvidia-smi; date -u; nproc; lscpu | head -20; python3 -c 'import torch;print(torch.__version__)'; } > $R/machine.txt 2>&1
 cp -a .device-build/deps/usr/lib/x86_64-linux-gnu/libsimdjson.so* .device-build/lib/
@@ -30,4 +30,4 @@ for path in sorted(glob.glob(os.path.join(R, 'new_*.jsonl'))):
 PY
 python3 bench/alloc/replay_ratios.py $R/rounds.jsonl > $R/rounds.ratios.txt 2>&1
 echo "total $(( $(date +%s)-s )) s" | tee -a $R/log.txt
-tar czf $OUT/run.tar.gz -C /tmp r
+# the results are written under $OUT as they come, so a timeout keeps what was measured
