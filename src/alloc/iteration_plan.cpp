@@ -346,6 +346,7 @@ void iteration_plan::activate(repeating_period period) {
   if (has_arena()) release_arena();
   const std::uint64_t length = period.requests.size();
   std::vector<std::size_t> offsets;
+  std::optional<offset_planner> planner;  // built once, for every plan of the period tried below
   const bool pools_settled = period.device_calls == 0 && !period.unconfirmed;
   // A period the pools served without a device call is held where they placed it, when that is
   // in the memory they lend now: nothing to plan.
@@ -356,7 +357,7 @@ void iteration_plan::activate(repeating_period period) {
     // Held where the pools placed it, the period needs no job; a look at their free memory
     // first, so a job plans over what they would lend.
     if (fits_as_placed(lifetimes, addresses, length) &&
-        plan_in_place(lifetimes, length, addresses, placement::as_placed, offsets)) {
+        plan_in_place(lifetimes, length, addresses, placement::as_placed, offsets, planner)) {
       start_plan(lifetimes, offsets, std::move(book));
       return;
     }
@@ -367,8 +368,8 @@ void iteration_plan::activate(repeating_period period) {
   // Pools that moved memory for the period give back what a plan in theirs leaves over; pools
   // that made no call keep their cache, and settle when the plan would not fit within the slack.
   const excess what_over = pools_settled ? excess::refused : excess::released;
-  if (!plan_in_place(lifetimes, length, addresses, placement::or_planned, offsets, what_over) &&
-      (pools_settled || !plan_in_new_arena(lifetimes, length, offsets))) {
+  if (!plan_in_place(lifetimes, length, addresses, placement::or_planned, offsets, planner, what_over) &&
+      (pools_settled || !plan_in_new_arena(lifetimes, length, offsets, planner))) {
     if (pools_settled && may_set_aside()) {
       // A stretch the pools serve without device calls, inside a log that may still hold the
       // first turn of a longer loop (decode steps of one shape, inside a pass over requests):
@@ -442,11 +443,13 @@ bool iteration_plan::serve_unconfirmed(const repeating_period& period) {
     // The planner's temporaries in the switch's prepared memory: all given back before the
     // switch, which then finds the same pages.
     const std::vector<cyclic_lifetime> lifetimes = blocks_of(period).lifetimes;
-    const std::size_t footprint = plan_offsets(lifetimes, period.requests.size(), ends, &switch_scratch_).footprint;
     // Held in their memory, a plan keeps reserved within the slack above live: a footprint
     // beyond that, or beyond what they hold, cannot be held there at the confirmed cut either.
+    // Placing stops once the footprint is past it.
     const std::size_t peak = peak_live_bytes(lifetimes, period.requests.size(), &switch_scratch_);
-    return footprint > std::min(ends.back(), peak + host_.slack_beside(peak));
+    const std::size_t room = std::min(ends.back(), peak + host_.slack_beside(peak));
+    const offset_planner planner(lifetimes, period.requests.size(), &switch_scratch_);
+    return planner.plan(ends, room).footprint > room;
   } catch (...) {
     return false;  // out of host memory (on a free that took effect): the period waits to be confirmed
   }
@@ -486,7 +489,8 @@ bool iteration_plan::fits_as_placed(const std::vector<cyclic_lifetime>& lifetime
 
 bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                    const std::vector<std::uintptr_t>& addresses, placement how,
-                                   std::vector<std::size_t>& offsets, excess what_over) {
+                                   std::vector<std::size_t>& offsets, std::optional<offset_planner>& planner,
+                                   excess what_over) {
   const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
   const std::vector<std::size_t> ends = range_ends(lent);
   const std::size_t total = ends.empty() ? 0 : ends.back();
@@ -503,7 +507,7 @@ bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes
     holds = !lent.empty() && (!over_slack || what_over == excess::released) &&
             (places_kept(lent, ends, lifetimes, addresses, period, plan.offsets) ||
              (how == placement::or_planned &&
-              (plan = plan_offsets(lifetimes, period, ends, scratch)).footprint <= total));
+              (plan = planned(planner, lifetimes, period).plan(ends, total)).footprint <= total));
   } catch (...) {
     for (const lent_range& r : lent) host_.take_back(r, {});  // the plan never touched them
     throw;
@@ -620,9 +624,15 @@ bool iteration_plan::install_job() {
   return false;
 }
 
+const offset_planner& iteration_plan::planned(std::optional<offset_planner>& planner,
+                                              const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period) {
+  if (!planner) planner.emplace(lifetimes, period, &switch_scratch_);
+  return *planner;
+}
+
 bool iteration_plan::plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
-                                       std::vector<std::size_t>& offsets) {
-  offset_plan plan = plan_offsets(lifetimes, period, {}, &switch_scratch_);
+                                       std::vector<std::size_t>& offsets, std::optional<offset_planner>& planner) {
+  offset_plan plan = planned(planner, lifetimes, period).plan();
   // The pools never call into the plan, so their locks may be taken under ours.
   host_.release_pool_cache();
   if (!map_arena(round_up(plan.footprint, granularity_))) return false;

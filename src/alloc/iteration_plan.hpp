@@ -266,7 +266,8 @@ class iteration_plan {
   /// pools cannot hold the plan within the slack (after releasing their excess, if `what_over`).
   [[nodiscard]] bool plan_in_place(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                    const std::vector<std::uintptr_t>& addresses, placement how,
-                                   std::vector<std::size_t>& offsets, excess what_over = excess::refused);
+                                   std::vector<std::size_t>& offsets, std::optional<offset_planner>& planner,
+                                   excess what_over = excess::refused);
   /// Releases the pools' free memory the plan's kept ranges leave; false, the ranges given back,
   /// when reserved is still over the slack for `peak_live` more bytes.
   [[nodiscard]] bool release_excess(std::size_t peak_live);
@@ -275,7 +276,11 @@ class iteration_plan {
   void release_pools_left_over();
   /// Plans `lifetimes` in one arena mapped for them; false when the device has no room.
   [[nodiscard]] bool plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
-                                       std::vector<std::size_t>& offsets);
+                                       std::vector<std::size_t>& offsets, std::optional<offset_planner>& planner);
+  /// `planner`, built for `lifetimes` in the switch's memory if it is not yet: one sweep over the
+  /// period serves every plan of it the switch tries.
+  [[nodiscard]] const offset_planner& planned(std::optional<offset_planner>& planner,
+                                              const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period);
   [[nodiscard]] bool map_arena(std::size_t bytes);
   /// The range of the arena holding `offset`, and the address there.
   [[nodiscard]] std::size_t range_at(std::size_t offset) const;

@@ -90,6 +90,12 @@ std::pmr::vector<lifetime_instance> instances_by_begin(std::span<const cyclic_li
 struct conflict_lists {
   std::pmr::vector<std::size_t> first;
   std::pmr::vector<std::uint32_t> list;
+};
+
+/// conflict_lists as placing reads them.
+struct conflict_view {
+  std::span<const std::size_t> first;
+  std::span<const std::uint32_t> list;
   [[nodiscard]] std::span<const std::uint32_t> of(std::uint32_t block) const {
     return {list.data() + first[block], list.data() + first[block + 1]};
   }
@@ -197,23 +203,22 @@ std::size_t overlapping_pairs(std::span<const cyclic_lifetime> blocks, std::uint
 }
 
 /// Places blocks in `order` one by one. Sparse lifetimes (few blocks live together): each block
-/// sorts the placed blocks it conflicts with, listed by one sweep. Dense ones (a training step's
-/// activations, most alive together): each scans one list of all placed blocks kept in offset
-/// order, skipping those whose lifetimes miss its own, where listing the pairs and sorting each
-/// block's every time cost n^2 log n and most of a plan's time.
+/// sorts the placed blocks it conflicts with (`conflicts`, listed by one sweep). Dense ones (a
+/// training step's activations, most alive together): each scans one list of all placed blocks
+/// kept in offset order, skipping those whose lifetimes miss its own, where listing the pairs
+/// and sorting each block's every time cost n^2 log n and most of a plan's time.
 class block_placer {
  public:
   block_placer(std::span<const cyclic_lifetime> blocks, std::uint64_t period, std::span<const std::size_t> boundaries,
-               std::pmr::memory_resource* scratch)
+               bool dense, conflict_view conflicts, std::pmr::memory_resource* scratch)
       : blocks_(blocks),
         period_(period),
         boundaries_(boundaries),
-        conflicts_{std::pmr::vector<std::size_t>(scratch), std::pmr::vector<std::uint32_t>(scratch)},
+        dense_(dense),
+        conflicts_(conflicts),
         placed_(scratch),
         taken_(scratch),
         by_offset_(scratch) {
-    dense_ = overlapping_pairs(blocks, period, scratch) > 64 * blocks.size();
-    if (!dense_) conflicts_ = time_conflicts(blocks, period, scratch);
     offsets_.assign(blocks.size(), 0);
     if (!dense_) placed_.assign(blocks.size(), placed_range{0, 0});
   }
@@ -232,6 +237,7 @@ class block_placer {
     }
   }
 
+  [[nodiscard]] std::size_t footprint() const noexcept { return footprint_; }
   [[nodiscard]] offset_plan result() && { return {std::move(offsets_), footprint_}; }
 
  private:
@@ -288,7 +294,7 @@ class block_placer {
   std::uint64_t period_;
   std::span<const std::size_t> boundaries_;
   bool dense_ = false;
-  conflict_lists conflicts_;  // sparse only
+  conflict_view conflicts_;  // sparse only
   std::vector<std::size_t> offsets_;
   std::size_t footprint_ = 0;
   std::pmr::vector<placed_range> placed_;  // sparse: each block's bytes once placed (an empty range before),
@@ -299,17 +305,39 @@ class block_placer {
 
 }  // namespace
 
-offset_plan plan_offsets(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
-                         std::span<const std::size_t> boundaries, std::pmr::memory_resource* scratch) {
-  std::pmr::vector<std::uint32_t> order(blocks.size(), scratch);
-  std::iota(order.begin(), order.end(), std::uint32_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+offset_planner::offset_planner(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
+                               std::pmr::memory_resource* scratch)
+    : blocks_(blocks),
+      period_(period),
+      scratch_(scratch),
+      order_(blocks.size(), scratch),
+      conflict_first_(scratch),
+      conflict_list_(scratch) {
+  std::iota(order_.begin(), order_.end(), std::uint32_t{0});
+  std::stable_sort(order_.begin(), order_.end(), [&](std::uint32_t x, std::uint32_t y) {
     if (blocks[x].bytes != blocks[y].bytes) return blocks[x].bytes > blocks[y].bytes;
     return blocks[x].length > blocks[y].length;
   });
-  block_placer placer(blocks, period, boundaries, scratch);
-  for (const std::uint32_t i : order) placer.place(i);
+  dense_ = overlapping_pairs(blocks, period, scratch) > 64 * blocks.size();
+  if (!dense_) {
+    conflict_lists conflicts = time_conflicts(blocks, period, scratch);
+    conflict_first_ = std::move(conflicts.first);
+    conflict_list_ = std::move(conflicts.list);
+  }
+}
+
+offset_plan offset_planner::plan(std::span<const std::size_t> boundaries, std::size_t give_up_above) const {
+  block_placer placer(blocks_, period_, boundaries, dense_, conflict_view{conflict_first_, conflict_list_}, scratch_);
+  for (const std::uint32_t i : order_) {
+    placer.place(i);
+    if (placer.footprint() > give_up_above) break;
+  }
   return std::move(placer).result();
+}
+
+offset_plan plan_offsets(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
+                         std::span<const std::size_t> boundaries, std::pmr::memory_resource* scratch) {
+  return offset_planner(blocks, period, scratch).plan(boundaries);
 }
 
 std::size_t peak_live_bytes(std::span<const cyclic_lifetime> blocks, std::uint64_t period,

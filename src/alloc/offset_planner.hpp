@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory_resource>
 #include <span>
 #include <vector>
@@ -34,6 +35,30 @@ struct offset_plan {
 [[nodiscard]] offset_plan plan_offsets(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
                                        std::span<const std::size_t> boundaries = {},
                                        std::pmr::memory_resource* scratch = std::pmr::new_delete_resource());
+
+/// plan_offsets for several plans of one period: the order of placing and which lifetimes
+/// overlap (a sweep over the period, most of a sparse plan's time) are worked out once, then
+/// each plan() places the blocks over its own ranges. The blocks must outlive the planner; its
+/// memory comes from `scratch` until it is destroyed.
+class offset_planner {
+ public:
+  offset_planner(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
+                 std::pmr::memory_resource* scratch = std::pmr::new_delete_resource());
+  /// plan_offsets(blocks, period, boundaries). With `give_up_above`, placing stops as soon as
+  /// the footprint passes it: the footprint is then above it and the offsets are not a plan
+  /// (for a caller that only needs to know whether the plan fits).
+  [[nodiscard]] offset_plan plan(std::span<const std::size_t> boundaries = {},
+                                 std::size_t give_up_above = std::numeric_limits<std::size_t>::max()) const;
+
+ private:
+  std::span<const cyclic_lifetime> blocks_;
+  std::uint64_t period_;
+  std::pmr::memory_resource* scratch_;
+  std::pmr::vector<std::uint32_t> order_;  // largest first, then longest
+  bool dense_ = false;                     // most lifetimes overlap: placing scans, no lists
+  std::pmr::vector<std::size_t> conflict_first_;  // sparse: block i's overlapping blocks are
+  std::pmr::vector<std::uint32_t> conflict_list_;  // conflict_list_[first[i], first[i + 1])
+};
 
 /// Whether two lifetimes of a period overlap.
 [[nodiscard]] bool overlap_in_time(const cyclic_lifetime& a, const cyclic_lifetime& b, std::uint64_t period) noexcept;

@@ -379,6 +379,37 @@ TEST(OffsetPlanner, NoBlockStraddlesABoundaryBetweenRanges) {
   EXPECT_EQ(plan_offsets(pair, 20, ends).offsets[1], 3072u);
 }
 
+TEST(OffsetPlanner, OnePlannerGivesEachPlanOfItsPeriodAsPlanningAfreshWould) {
+  std::mt19937 rng(9);
+  const std::uint64_t period = 2000;
+  for (const std::uint64_t longest : {std::uint64_t{40}, std::uint64_t{1500}}) {  // sparse, then dense
+    std::vector<cyclic_lifetime> blocks;
+    for (int i = 0; i < 500; ++i) blocks.push_back({512 * (1 + rng() % 64), rng() % period, 1 + rng() % longest});
+    const offset_planner planner(blocks, period);
+    const std::vector<std::size_t> ends{96 * 1024, 160 * 1024, 4096 * 1024};
+    for (const std::span<const std::size_t> boundaries : {std::span<const std::size_t>{}, std::span<const std::size_t>(ends)}) {
+      const offset_plan fresh = plan_offsets(blocks, period, boundaries);
+      const offset_plan shared = planner.plan(boundaries);
+      EXPECT_EQ(shared.offsets, fresh.offsets) << "lifetimes up to " << longest;
+      EXPECT_EQ(shared.footprint, fresh.footprint);
+    }
+  }
+}
+
+TEST(OffsetPlanner, GivingUpAboveAFootprintAnswersWhetherThePlanFitsAsTheWholePlanWould) {
+  std::mt19937 rng(4);
+  const std::uint64_t period = 1000;
+  std::vector<cyclic_lifetime> blocks;
+  for (int i = 0; i < 300; ++i) blocks.push_back({512 * (1 + rng() % 64), rng() % period, 1 + rng() % 60});
+  const offset_planner planner(blocks, period);
+  const std::size_t footprint = planner.plan().footprint;
+  for (const std::size_t room : {footprint / 2, footprint - 512, footprint, footprint + 4096}) {
+    const std::size_t partial = planner.plan({}, room).footprint;
+    EXPECT_EQ(partial > room, footprint > room) << "room " << room << ", footprint " << footprint;
+    if (footprint <= room) EXPECT_EQ(partial, footprint) << "a plan that fits is placed whole";
+  }
+}
+
 TEST(OccupancyTree, NamesEveryHolderOfARangeAsACellByCellRecordWould) {
   std::mt19937 rng(3);
   constexpr std::uint32_t cells = 300;
