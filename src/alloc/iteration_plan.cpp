@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <new>
 #include <numeric>
 #include <optional>
 #include <span>
@@ -202,7 +203,7 @@ iteration_plan::served iteration_plan::log_alloc(std::size_t rounded, StreamImpl
   const std::uint64_t sequence = ++sequence_;
   if (!detector_.continues_at(sequence)) [[unlikely]] syncs_at_log_start_ = host_.host_syncs();
   detector_.note_alloc(sequence, rounded, stream.id(), host_.device_calls());
-  after_period_found();
+  look_for_period();
   return {nullptr, sequence};
 }
 
@@ -210,7 +211,17 @@ void iteration_plan::log_free(std::uint64_t allocated_at, std::uintptr_t address
   if (take_disturbed()) detector_.restart();
   if (!detector_.continues_at(sequence_ + 1)) [[unlikely]] syncs_at_log_start_ = host_.host_syncs();
   detector_.note_free(++sequence_, allocated_at, host_.device_calls(), address);
-  after_period_found();
+  look_for_period();
+}
+
+void iteration_plan::look_for_period() {
+  try {
+    after_period_found();
+  } catch (const std::bad_alloc&) {
+    // Out of host memory copying a period out of the log: the request the pools served stands
+    // (a free has taken effect), and the log starts again.
+    restart_recording();
+  }
 }
 
 void iteration_plan::restart_recording() {
@@ -358,7 +369,7 @@ void iteration_plan::activate(repeating_period period) {
     // first, so a job plans over what they would lend.
     if (fits_as_placed(lifetimes, addresses, length) &&
         plan_in_place(lifetimes, length, addresses, placement::as_placed, offsets, planner)) {
-      start_plan(lifetimes, offsets, std::move(book));
+      start_plan_or_release(lifetimes, offsets, std::move(book));
       return;
     }
     book_ = std::move(book);
@@ -383,7 +394,19 @@ void iteration_plan::activate(repeating_period period) {
     settle();  // no room for the arena: the pools go on, and a later growth looks again
     return;
   }
-  start_plan(lifetimes, offsets, std::move(book));
+  start_plan_or_release(lifetimes, offsets, std::move(book));
+}
+
+void iteration_plan::start_plan_or_release(const std::vector<cyclic_lifetime>& lifetimes,
+                                           const std::vector<std::size_t>& offsets, plan_book book) {
+  try {
+    start_plan(lifetimes, offsets, std::move(book));
+  } catch (...) {
+    // Out of host memory building the plan: its memory goes back and no half-built plan is
+    // left to be started again.
+    release_arena();  // and forgets the plan's books
+    throw;
+  }
 }
 
 void iteration_plan::start_plan(const std::vector<cyclic_lifetime>& lifetimes, const std::vector<std::size_t>& offsets,
@@ -426,6 +449,14 @@ iteration_plan::planned_blocks iteration_plan::blocks_of(const repeating_period&
 
 bool iteration_plan::serve_unconfirmed(const repeating_period& period) {
   if (host_.host_syncs() == syncs_at_log_start_) return false;  // pools that only grew hold still
+  try {
+    return fits_no_free_memory(period);
+  } catch (const std::bad_alloc&) {
+    return false;  // out of host memory (on a free that took effect): the period waits to be confirmed
+  }
+}
+
+bool iteration_plan::fits_no_free_memory(const repeating_period& period) {
   // A period that fits in no free memory of the pools (the bytes of the blocks it served
   // already counted free) can neither be held where the pools placed it nor planned in their
   // memory: it needs an arena of its own, and each turn waited would only move memory. Its
@@ -439,20 +470,17 @@ bool iteration_plan::serve_unconfirmed(const repeating_period& period) {
   std::sort(runs.begin(), runs.end(), std::greater<>());  // as the pools lend them
   std::vector<std::size_t> ends(runs.size());
   std::partial_sum(runs.begin(), runs.end(), ends.begin());
-  try {
-    // The planner's temporaries in the switch's prepared memory: all given back before the
-    // switch, which then finds the same pages.
-    const std::vector<cyclic_lifetime> lifetimes = blocks_of(period).lifetimes;
-    // Held in their memory, a plan keeps reserved within the slack above live: a footprint
-    // beyond that, or beyond what they hold, cannot be held there at the confirmed cut either.
-    // Placing stops once the footprint is past it.
-    const std::size_t peak = peak_live_bytes(lifetimes, period.requests.size(), &switch_scratch_);
-    const std::size_t room = std::min(ends.back(), peak + host_.slack_beside(peak));
-    const offset_planner planner(lifetimes, period.requests.size(), &switch_scratch_);
-    return planner.plan(ends, room).footprint > room;
-  } catch (...) {
-    return false;  // out of host memory (on a free that took effect): the period waits to be confirmed
-  }
+  // The planner's temporaries in the switch's prepared memory: all given back before the
+  // switch, which then finds the same pages.
+  const std::vector<cyclic_lifetime> lifetimes = blocks_of(period).lifetimes;
+  // Held in their memory, a plan keeps reserved within the slack above live: a footprint beyond
+  // that, or beyond what they hold, cannot be held there at the confirmed cut either (the
+  // blocks served so far count in both live and the period's peak: a slightly wider slack).
+  // Placing stops once the footprint is past it.
+  const std::size_t peak = peak_live_bytes(lifetimes, period.requests.size(), &switch_scratch_);
+  const std::size_t room = std::min(ends.back(), peak + host_.slack_beside(peak));
+  const offset_planner planner(lifetimes, period.requests.size(), &switch_scratch_);
+  return planner.plan(ends, room).footprint > room;
 }
 
 std::vector<std::size_t> iteration_plan::free_runs(const repeating_period& period) {

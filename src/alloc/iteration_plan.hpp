@@ -220,6 +220,9 @@ class iteration_plan {
   /// `plan` is null.
   void keep_used_ranges(const std::vector<lent_range>& lent, const std::vector<std::size_t>& ends,
                         const offset_plan* plan);
+  /// start_plan; if that fails (out of host memory), the arena goes back before the error does.
+  void start_plan_or_release(const std::vector<cyclic_lifetime>& lifetimes, const std::vector<std::size_t>& offsets,
+                             plan_book book);
   /// Makes the blocks of a plan placed at `offsets` (in the arena now held) and starts serving.
   void start_plan(const std::vector<cyclic_lifetime>& lifetimes, const std::vector<std::size_t>& offsets,
                   plan_book book);
@@ -231,6 +234,8 @@ class iteration_plan {
   /// restarted): the log ends and the pools settle, as they would have at the set-aside (true
   /// then).
   bool settle_if_set_aside_aged();
+  /// after_period_found; out of host memory there, the log starts again instead.
+  void look_for_period();
   void restart_recording();
   /// Once a plan derailed before its period came round once: the requests it served since the
   /// period began go into the log, which goes on, so that a longer period
@@ -250,6 +255,9 @@ class iteration_plan {
   /// log was kept (they will again in every turn waited) and the period fits in no free memory
   /// of theirs within the slack (so it needs an arena of its own whenever it starts).
   [[nodiscard]] bool serve_unconfirmed(const repeating_period& period);
+  /// Whether the period fits in no free memory of the pools within the slack (see
+  /// serve_unconfirmed); may throw std::bad_alloc.
+  [[nodiscard]] bool fits_no_free_memory(const repeating_period& period);
   /// The sizes of the pools' free runs, the bytes of the blocks an unconfirmed period served
   /// already (where they lay last turn) counted free.
   [[nodiscard]] std::vector<std::size_t> free_runs(const repeating_period& period);

@@ -21,6 +21,7 @@
 #include "alloc/memory_source.hpp"
 #include "alloc/stream_share.hpp"
 #include "backends.hpp"
+#include "failing_operator_new.hpp"
 #include "reuse_oracle.hpp"
 #include "streamsafe/alloc/allocator_observer.hpp"
 #include "streamsafe/alloc/caching_allocator.hpp"
@@ -58,7 +59,10 @@ class always_growing_host final : public detail::plan_host {
     return pool_releases >= over_slack_until_releases;
   }
   [[nodiscard]] std::size_t slack_beside(std::size_t more_live) const override { return more_live / 100 * 2; }
-  void note_reserved(std::int64_t bytes, std::int64_t /*segments*/) override { reserved += bytes; }
+  void note_reserved(std::int64_t bytes, std::int64_t /*segments*/) override {
+    reserved += bytes;
+    reserved_peak = std::max(reserved_peak, reserved);
+  }
   void note_host_sync() override { ++plan_syncs; }
   void tell_mapping(std::uintptr_t /*at*/, std::size_t /*bytes*/, mapping_change /*change*/) noexcept override {}
   [[nodiscard]] std::uint64_t device_calls() const override { return settled ? calls_ : ++calls_; }
@@ -67,6 +71,7 @@ class always_growing_host final : public detail::plan_host {
   int over_slack_until_releases = 0;  // reserved is over the slack until the cache went back so often
   bool release_fails = false;
   std::int64_t reserved = 0;
+  std::int64_t reserved_peak = 0;
   int plan_syncs = 0;  // the plan's own
   int pool_moves = 0;  // synchronizations the pools made to move memory
   std::vector<detail::lent_range> to_lend;
@@ -610,6 +615,45 @@ TEST_P(PlanFixture, ASettledPeriodOverTheSlackReleasesNothingAndTheSettledPoolsS
   for (int i = 0; i < 4; ++i) iterate(steps);
   EXPECT_EQ(plan_stats().num_plan_activations, 0u);
   EXPECT_EQ(parts_->host.pool_releases, 0) << "pools that make no device call keep their cache";
+}
+
+TEST_P(PlanFixture, OutOfHostMemoryBuildingThePlanGivesItsArenaBackAndLeavesNoHalfBuiltPlan) {
+  // The switch maps the arena, then builds the plan's indexes; host memory runs out there (the
+  // index of the blocks' edges: two entries per block). The request fails, the arena goes back,
+  // and the period is planned afresh when it comes round, not started half built.
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  const std::size_t blocks = (steps.size() / 2);
+  bool failed_after_mapping = false;
+  for (int nth = 1; nth <= 8 && !failed_after_mapping; ++nth) {
+    parts_.emplace(testing::make_device(GetParam(), 1, 256 * mib), false);
+    iterate(steps);
+    iterate(steps);
+    testing::fail_host_allocation(2 * blocks * sizeof(std::size_t), nth);
+    bool threw = false;
+    std::vector<live_block> served(steps.size());
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].bytes == 0) {
+        deallocate(served[steps[i].frees]);
+        continue;
+      }
+      try {
+        allocate(steps[i].bytes, steps[i].stream, served[i]);
+      } catch (const std::bad_alloc&) {
+        threw = true;  // the caller's request fails with the host; the pools serve it instead
+        served[i] = {parts_->pools.allocate(steps[i].bytes, stream(steps[i].stream)), false, 0, steps[i].bytes};
+      }
+    }
+    testing::disarm_host_allocation_failure();
+    if (!threw || parts_->host.reserved_peak == 0) continue;  // it failed before the arena was mapped
+    failed_after_mapping = true;
+    EXPECT_EQ(parts_->host.reserved, 0) << "the arena goes back with the error";
+    EXPECT_EQ(plan_stats().plan_arena_bytes, 0u);
+    EXPECT_EQ(plan_stats().num_plan_activations, 0u);
+    for (int turn = 0; turn < 4; ++turn) iterate(steps);
+    EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "planned afresh";
+    EXPECT_EQ(plan_stats().allocated_bytes.current, 0);
+  }
+  ASSERT_TRUE(failed_after_mapping) << "host memory ran out after the arena was mapped (else this test sees nothing)";
 }
 
 TEST_P(PlanFixture, APeriodThePoolsServeWithoutCallsIsPlannedOnlyInTheirOwnMemory) {
