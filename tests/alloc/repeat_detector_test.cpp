@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "alloc/occupancy_tree.hpp"
@@ -394,6 +395,28 @@ TEST(OffsetPlanner, OnePlannerGivesEachPlanOfItsPeriodAsPlanningAfreshWould) {
       EXPECT_EQ(shared.footprint, fresh.footprint);
     }
   }
+}
+
+TEST(OffsetPlanner, PlacesAsItAlwaysHas) {
+  // The offsets of two fixed periods, sparse and dense, as the planner placed them before its
+  // sweep was shared between plans (a checksum of the offsets and the footprint): a change here
+  // is a change of placement, to be made on purpose.
+  std::mt19937 rng(9);
+  const std::uint64_t period = 2000;
+  std::vector<std::pair<std::size_t, std::uint64_t>> seen;
+  for (const std::uint64_t longest : {std::uint64_t{40}, std::uint64_t{1500}}) {
+    std::vector<cyclic_lifetime> blocks;
+    for (int i = 0; i < 500; ++i) blocks.push_back({512 * (1 + rng() % 64), rng() % period, 1 + rng() % longest});
+    const std::vector<std::size_t> ends{96 * 1024, 160 * 1024, 4096 * 1024};
+    const offset_plan plan = plan_offsets(blocks, period, ends);
+    std::uint64_t checksum = 1469598103934665603ULL;
+    for (const std::size_t offset : plan.offsets) checksum = (checksum ^ offset) * 1099511628211ULL;
+    seen.emplace_back(plan.footprint, checksum);
+  }
+  // Computed with the planner of 07b0847, before the sweep was shared.
+  const std::vector<std::pair<std::size_t, std::uint64_t>> before{{263680, 11701436767251428979ULL},
+                                                                  {4207616, 16204710472682756723ULL}};
+  EXPECT_EQ(seen, before);
 }
 
 TEST(OffsetPlanner, GivingUpAboveAFootprintAnswersWhetherThePlanFitsAsTheWholePlanWould) {
