@@ -1,5 +1,6 @@
 #include "failing_operator_new.hpp"
 
+#include <cstddef>
 #include <cstdlib>
 #include <new>
 
@@ -10,13 +11,21 @@ thread_local int armed_nth = 0;
 thread_local int seen = 0;
 thread_local bool failed = false;
 
-void* allocate_or_fail(std::size_t bytes) {
+/// Every form of the global operator new below comes here, and every operator delete frees with
+/// std::free: one allocator for the whole binary, so no sanitizer sees new paired with free.
+void* allocate(std::size_t bytes, std::size_t alignment) noexcept {
   if (armed_bytes != 0 && bytes == armed_bytes && ++seen == armed_nth) {
     armed_bytes = 0;
     failed = true;
-    throw std::bad_alloc();
+    return nullptr;
   }
-  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+  if (bytes == 0) bytes = 1;
+  if (alignment <= alignof(std::max_align_t)) return std::malloc(bytes);
+  return std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+}
+
+void* allocate_or_throw(std::size_t bytes, std::size_t alignment) {
+  if (void* p = allocate(bytes, alignment)) return p;
   throw std::bad_alloc();
 }
 
@@ -37,9 +46,28 @@ bool host_allocation_failed() noexcept { return failed; }
 
 }  // namespace streamsafe::testing
 
-void* operator new(std::size_t bytes) { return allocate_or_fail(bytes); }
-void* operator new[](std::size_t bytes) { return allocate_or_fail(bytes); }
+constexpr std::size_t plain = alignof(std::max_align_t);
+void* operator new(std::size_t n) { return allocate_or_throw(n, plain); }
+void* operator new[](std::size_t n) { return allocate_or_throw(n, plain); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return allocate(n, plain); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return allocate(n, plain); }
+void* operator new(std::size_t n, std::align_val_t a) { return allocate_or_throw(n, static_cast<std::size_t>(a)); }
+void* operator new[](std::size_t n, std::align_val_t a) { return allocate_or_throw(n, static_cast<std::size_t>(a)); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate(n, static_cast<std::size_t>(a));
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
