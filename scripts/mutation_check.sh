@@ -122,6 +122,12 @@ mutation_in alloc_repeat_plan_test lent-block-back-before-plan-streams "$lending
   '    StreamRef(&lender).wait(done);' ''
 mutation_in alloc_repeat_plan_test:*/PlanLending.* release-takes-lent-block "$release" \
   '    if (b->state != block_state::free) continue;' '    if (b->state != block_state::free && !b->lent) continue;'
+mutation_in alloc_repeat_plan_test:*/PlanLending.* release-when-done-at-once "$release" \
+  '    if (!done->query()) {' '    if (false) {'
+mutation_in alloc_repeat_plan_test:*/PlanLending.* waiting-release-given-back-under-work "$release" \
+  '      if (!slow.owns_lock() || !it->done.query()) {' '      if (!slow.owns_lock()) {'
+mutation_in alloc_repeat_plan_test:*/PlanLending.* growth-maps-beside-waiting-release "$mapped" \
+  '  context_.memory.cancel_release(pool);' ''
 
 # Failure paths and streams that go (alloc_lifetime_test).
 lifetime=alloc_lifetime_test

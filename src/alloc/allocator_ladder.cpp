@@ -109,8 +109,26 @@ void caching_allocator_impl::release_pool_cache() {
   for (stream_pool* pool : all_pools()) release_free_memory(*pool);
 }
 
+void caching_allocator_impl::release_pool_cache_when_done() {
+  std::lock_guard ladder(ladder_mutex_);
+  retire_abandoned();
+  for (stream_pool* pool : all_pools()) {
+    std::lock_guard slow(pool->growth);
+    memory_.cancel_release(*pool);  // taken again below, with the rest
+    released_memory taken;
+    {
+      std::lock_guard lock(pool->mutex);
+      memory_.take_free_memory(*pool, taken);
+    }
+    memory_.give_back_when_done(*pool, taken, events_);
+  }
+}
+
+bool caching_allocator_impl::finish_releases() noexcept { return memory_.finish_releases(); }
+
 void caching_allocator_impl::release_free_memory(stream_pool& pool) {
   std::lock_guard slow(pool.growth);
+  memory_.cancel_release(pool);  // taken again below, with the rest
   released_memory taken;
   {
     std::lock_guard lock(pool.mutex);

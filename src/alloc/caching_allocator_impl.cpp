@@ -88,6 +88,11 @@ caching_allocator_impl::~caching_allocator_impl() {
     if (!pool->segments().empty()) quietly("stream synchronize", [&] { pool->stream().synchronize(); });
   }
   for (stream_pool* pool : pool_list_) {
+    // Memory waiting to go back is still mapped: back in the books, it is released with the rest.
+    quietly("ending a waiting release", [&] {
+      std::lock_guard slow(pool->growth);
+      memory_.cancel_release(*pool);
+    });
     for (segment* s : pool->segments()) {
       for (block* b = s->first; b != nullptr;) delete std::exchange(b, b->next);
       if (s->expandable) {
@@ -171,6 +176,7 @@ void caching_allocator_impl::retire_abandoned() {
 void caching_allocator_impl::retire(stream_pool& pool, const std::shared_ptr<StreamImpl>& share) {
   std::shared_ptr<StreamImpl> dropped;  // the stream's end is a device call: after the locks
   std::lock_guard slow(pool.growth);
+  memory_.cancel_release(pool);  // all of it goes below, or none
   released_memory taken;
   {
     std::lock_guard lock(pool.mutex);

@@ -111,6 +111,8 @@ class caching_allocator_impl final : public plan_host {
  public:
   // plan_host: what the repeat plan asks of the allocator (public for the tests of lending).
   void release_pool_cache() override;
+  void release_pool_cache_when_done() override;
+  bool finish_releases() noexcept override;
   [[nodiscard]] std::vector<lent_range> lend_free_memory(std::size_t most) override;
   [[nodiscard]] std::vector<lent_range> free_memory_view(std::size_t most) override;
   void take_back(const lent_range& range, const std::vector<StreamImpl*>& users) override;

@@ -11,6 +11,9 @@ namespace streamsafe::detail {
 
 block* mapped_growth::grow(stream_pool& pool, pool_kind kind, std::size_t rounded) {
   std::lock_guard slow(pool.growth);  // the chunks mapped and moved below are this call's alone
+  // Free chunks waiting to go back to the device are still mapped: the pool keeps them, instead
+  // of mapping new ones beside them.
+  context_.memory.cancel_release(pool);
   segment* fresh = nullptr;
   std::unique_lock lock(pool.mutex);
   block* candidate = pool.find(kind, rounded);

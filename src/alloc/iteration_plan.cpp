@@ -840,7 +840,11 @@ iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std:
     derail();
     return log_alloc(rounded, stream);
   }
-  if (!left_over_released_ && taken_since_activation_ == blocks_.size()) release_pools_left_over();
+  if (!left_over_released_ && taken_since_activation_ == blocks_.size()) {
+    release_pools_left_over();
+  } else if (releases_waiting_ && planned_requests_ % release_poll_interval == 0) {
+    releases_waiting_ = host_.finish_releases();
+  }
   planned_block& b = blocks_[index];
   b.allocated_at = ++sequence_;
   b.requested = requested;
@@ -855,8 +859,12 @@ void iteration_plan::release_pools_left_over() {
   // it began are freed, and the chunks that held them would stay cached beside the arena.
   left_over_released_ = true;  // once per arena: a plan started again over it finds the pools as they served
   if (ranges_.empty() || ranges_.front().lender != nullptr) return;
+  // Their last uses may still be queued (a training step's kernels): the chunks leave the pools'
+  // books now and go to the device once that work is done, asked every release_poll_interval
+  // requests, so the plan's requests never wait for the device.
   try {
-    host_.release_pool_cache();
+    host_.release_pool_cache_when_done();
+    releases_waiting_ = true;
   } catch (...) {
     // Best effort: what could not go back stays cached in the pools, as it would have.
   }

@@ -80,6 +80,12 @@ class plan_host {
   /// Gives the pools' free memory back to the device (before the arena is mapped, so reserved
   /// never holds both).
   virtual void release_pool_cache() = 0;
+  /// As release_pool_cache, but never waits for the pools' streams: memory whose last use is
+  /// still queued leaves the books now and goes to the device from a later finish_releases.
+  virtual void release_pool_cache_when_done() = 0;
+  /// Gives back what release_pool_cache_when_done left waiting, where its work is done (never
+  /// waits); whether some is still waiting.
+  virtual bool finish_releases() noexcept = 0;
   /// Takes up to `most` of the pools' free blocks whose bytes are all mapped out of their bins,
   /// largest first, and lends them to the plan; the pools' reserved bytes keep counting them.
   /// The pools never call into the plan, so their locks may be taken under the plan's.
@@ -418,6 +424,8 @@ class iteration_plan {
   std::vector<std::uint32_t> holders_;  // scratch: the holders of the cells a block takes
   std::uint64_t taken_since_activation_ = 0;
   bool left_over_released_ = false;  // release_pools_left_over ran for this arena
+  bool releases_waiting_ = false;    // what it released may still wait for the pools' streams
+  static constexpr std::uint64_t release_poll_interval = 1024;  // planned requests between asks
   planned_block history_;
   // The blocks' distinct addresses, sorted, and for each the block live there (blocks live
   // together never share bytes): frees and queries find their block without a search per block.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "runtime/stream_impl.hpp"
 
@@ -109,6 +110,79 @@ void pool_memory::give_back(stream_pool& pool, released_memory& taken, bool sync
     throw;
   }
   book_given_back(pool, taken, done);
+}
+
+void pool_memory::give_back_when_done(stream_pool& pool, released_memory& taken, EventPool& events) {
+  if (taken.empty()) return;
+  std::optional<PooledEvent> done;
+  try {
+    done.emplace(events.acquire());
+    // Every block taken was freed after its last use was enqueued: the event covers them all.
+    done->record(StreamRef(&pool.stream()));
+    if (!done->query()) {
+      std::lock_guard lock(waiting_mutex_);
+      waiting_.push_back({&pool, std::move(taken), std::move(*done)});
+      waiting_count_.store(waiting_.size(), std::memory_order_release);
+      return;
+    }
+  } catch (...) {
+    give_back(pool, taken, true);  // no event to ask: the host waits, as a release always did
+    return;
+  }
+  give_back(pool, taken, false);
+}
+
+bool pool_memory::finish_releases() noexcept {
+  if (waiting_count_.load(std::memory_order_acquire) == 0) return false;
+  struct ready_release {
+    std::unique_lock<std::mutex> slow;  // the pool's growth: held until its memory went back
+    waiting_release release;
+  };
+  std::vector<ready_release> ready;
+  bool still_waiting = false;
+  try {
+    std::lock_guard lock(waiting_mutex_);
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      // try_lock: a thread holding a pool's growth may be waiting for this mutex.
+      std::unique_lock slow(it->pool->growth, std::try_to_lock);
+      if (!slow.owns_lock() || !it->done.query()) {
+        ++it;
+        continue;
+      }
+      ready.push_back({std::move(slow), std::move(*it)});
+      it = waiting_.erase(it);
+    }
+    still_waiting = !waiting_.empty();
+    waiting_count_.store(waiting_.size(), std::memory_order_release);
+  } catch (...) {
+    still_waiting = true;  // a query that failed: its memory waits for the next call
+  }
+  for (ready_release& r : ready) {
+    try {
+      give_back(*r.release.pool, r.release.taken, false);
+    } catch (...) {
+      // give_back put what the device still holds back into the pool's books.
+    }
+  }
+  return still_waiting;
+}
+
+void pool_memory::cancel_release(stream_pool& pool) {
+  if (waiting_count_.load(std::memory_order_acquire) == 0) return;
+  std::vector<waiting_release> mine;
+  {
+    std::lock_guard lock(waiting_mutex_);
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (it->pool != &pool) {
+        ++it;
+        continue;
+      }
+      mine.push_back(std::move(*it));
+      it = waiting_.erase(it);
+    }
+    waiting_count_.store(waiting_.size(), std::memory_order_release);
+  }
+  for (waiting_release& r : mine) put_back(pool, r.taken);
 }
 
 void pool_memory::book_given_back(stream_pool& pool, const released_memory& taken, const progress& done) {

@@ -4,7 +4,9 @@
 // undoing of a failed growth give memory back through it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <mutex>
 #include <vector>
 
 #include "alloc/mapping_reports.hpp"
@@ -12,21 +14,12 @@
 #include "alloc/allocator_books.hpp"
 #include "alloc/block.hpp"
 #include "alloc/counting_memory_source.hpp"
+#include "alloc/released_memory.hpp"
 #include "alloc/segment_owners.hpp"
 #include "alloc/stream_pool.hpp"
+#include "streamsafe/event_pool.hpp"
 
 namespace streamsafe::detail {
-
-/// Memory taken out of a pool's books under its mutex, given back to the device after it.
-struct released_memory {
-  std::vector<segment*> segments;  // disowned, wholly free: fixed, or expandable ranges
-  struct chunk {
-    segment* owner = nullptr;
-    std::size_t index = 0;
-  };
-  std::vector<chunk> chunks;              // free chunks of kept segments, marked unmapped
-  [[nodiscard]] bool empty() const noexcept { return segments.empty() && chunks.empty(); }
-};
 
 /// Thread safety: as the pool locks named at each member; the books, history and owners' map it
 /// tells are thread-safe. The source, books, history and owners must outlive it.
@@ -59,6 +52,22 @@ class pool_memory {
   /// pool.growth, not pool.mutex.
   void put_back(stream_pool& pool, released_memory& taken) { restore_books(pool, taken, progress{}); }
 
+  /// Gives taken memory back to the device once the work queued on the pool's stream now is
+  /// done, never waiting for it: at once when it is already done, else from a later
+  /// finish_releases. Until then the memory stays out of the books (no request takes it) and
+  /// reserved keeps counting it. When no event can be recorded, the stream is synchronized
+  /// instead. Caller holds pool.growth, not pool.mutex, and cancelled the pool's earlier waiting
+  /// release (cancel_release) before taking its memory.
+  void give_back_when_done(stream_pool& pool, released_memory& taken, EventPool& events);
+  /// Gives back what give_back_when_done left waiting, for each pool whose work is done by now
+  /// and whose slow path no other thread holds; never waits. Whether some is still waiting. A
+  /// device call that fails leaves that memory in its pool's books, as give_back does.
+  bool finish_releases() noexcept;
+  /// Puts what give_back_when_done left waiting for `pool` back into its books, still mapped:
+  /// the pool needs memory again (growing would map new chunks beside chunks about to go), or
+  /// all of it is released, retired or destroyed now. Caller holds pool.growth, not pool.mutex.
+  void cancel_release(stream_pool& pool);
+
  private:
   struct progress {  // how many of the chunks and segments the device took back
     std::size_t chunks = 0;
@@ -72,6 +81,17 @@ class pool_memory {
   allocation_history& history_;
   segment_owners& owners_;
   mapping_reports& mappings_;
+
+  struct waiting_release {
+    stream_pool* pool = nullptr;
+    released_memory taken;
+    PooledEvent done;  // recorded on the pool's stream once the memory was out of the books
+  };
+  // Taken under a pool's growth mutex; finish_releases takes growth mutexes under it only with
+  // try_lock.
+  std::mutex waiting_mutex_;
+  std::vector<waiting_release> waiting_;  // one at most per pool
+  std::atomic<std::size_t> waiting_count_{0};  // waiting_.size(), read without the lock
 };
 
 }  // namespace streamsafe::detail

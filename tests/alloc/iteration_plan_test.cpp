@@ -48,6 +48,14 @@ class always_growing_host final : public detail::plan_host {
     ++pool_releases;
     if (release_fails) throw std::runtime_error("releasing the pools' cache failed");
   }
+  void release_pool_cache_when_done() override {
+    release_pool_cache();
+    ++releases_when_done;
+  }
+  bool finish_releases() noexcept override {
+    ++finish_asks;
+    return finish_asks < asks_until_finished;
+  }
   std::vector<detail::lent_range> lend_free_memory(std::size_t /*most*/) override { return std::exchange(to_lend, {}); }
   std::vector<detail::lent_range> free_memory_view(std::size_t /*most*/) override {
     return view_instead.empty() ? to_lend : view_instead;
@@ -68,6 +76,9 @@ class always_growing_host final : public detail::plan_host {
   [[nodiscard]] std::uint64_t device_calls() const override { return settled ? calls_ : ++calls_; }
   [[nodiscard]] std::uint64_t host_syncs() const override { return plan_syncs + pool_moves; }
   int pool_releases = 0;
+  int releases_when_done = 0;   // of pool_releases: left waiting for the pools' streams
+  int finish_asks = 0;
+  int asks_until_finished = 1;  // finish_releases says some is still waiting until asked so often
   int over_slack_until_releases = 0;  // reserved is over the slack until the cache went back so often
   bool release_fails = false;
   std::int64_t reserved = 0;

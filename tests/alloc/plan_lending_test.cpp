@@ -112,6 +112,47 @@ TEST_P(PlanLending, ReleasingThePoolsCacheLeavesALentBlockMappedUnderItsUsersWor
   impl_->deallocate(spare);
 }
 
+TEST_P(PlanLending, ReleasingWhenDoneWaitsForTheStreamsQueuedWorkWithoutBlockingTheHost) {
+  // The pools' free memory goes to the device after a repeat plan's first period (the chunks
+  // cached beside its arena), while the stream that freed it still has its last write queued.
+  void* p = impl_->allocate(4 * mib, *late_);
+  reuse_oracle oracle(*device_);
+  // Several writes, so that the queries below (each lets a starved sim stream run one step) do
+  // not see the work done.
+  for (int i = 0; i < 8; ++i) oracle.late_write(*late_, p, 4 * mib, late_data);
+  impl_->deallocate(p);  // free in late's pool, its writes still queued
+  const allocator_stats before = impl_->stats();
+  detail::plan_host& host = *impl_;
+  host.release_pool_cache_when_done();
+  const allocator_stats waiting = impl_->stats();
+  EXPECT_EQ(waiting.num_host_syncs, before.num_host_syncs) << "the host never waits for the release";
+  EXPECT_EQ(waiting.reserved_bytes.current, before.reserved_bytes.current) << "held until the write is done";
+  EXPECT_TRUE(host.finish_releases()) << "the write is still queued";
+  oracle.claim(*late_, p, 4 * mib, new_data);  // after the write, on its stream: the bytes must be there
+  EXPECT_TRUE(oracle.settle());                 // (the sim faults on an unmapped chunk)
+  EXPECT_FALSE(host.finish_releases()) << "the work is done: the memory went back";
+  EXPECT_LT(impl_->stats().reserved_bytes.current, before.reserved_bytes.current);
+  EXPECT_EQ(impl_->stats().num_host_syncs, before.num_host_syncs);
+}
+
+TEST_P(PlanLending, AGrowthWhileAReleaseWaitsTakesItsChunksBackInsteadOfMappingNewOnes) {
+  void* p = impl_->allocate(4 * mib, *late_);
+  reuse_oracle oracle(*device_);
+  oracle.late_write(*late_, p, 4 * mib, late_data);
+  impl_->deallocate(p);
+  detail::plan_host& host = *impl_;
+  host.release_pool_cache_when_done();
+  const allocator_stats waiting = impl_->stats();
+  void* again = impl_->allocate(4 * mib, *late_);  // the pool's only free chunks are the waiting ones
+  EXPECT_EQ(again, p);
+  EXPECT_EQ(impl_->stats().device_calls.total(), waiting.device_calls.total()) << "mapped still: nothing to map";
+  EXPECT_EQ(impl_->stats().reserved_bytes.current, waiting.reserved_bytes.current);
+  EXPECT_FALSE(host.finish_releases()) << "nothing waits any more";
+  oracle.claim(*late_, again, 4 * mib, new_data);  // on the same stream: ordered after the write
+  EXPECT_TRUE(oracle.settle());
+  impl_->deallocate(again);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, PlanLending,
                          ::testing::Values(test_backend::sim_deterministic, test_backend::sim_threaded, test_backend::cuda),
                          [](const ::testing::TestParamInfo<test_backend>& info) { return testing::to_string(info.param); });
