@@ -128,6 +128,12 @@ mutation_in alloc_repeat_plan_test:*/PlanLending.* waiting-release-given-back-un
   '      if (!slow.owns_lock() || !it->done.query()) {' '      if (!slow.owns_lock()) {'
 mutation_in alloc_repeat_plan_test:*/PlanLending.* growth-maps-beside-waiting-release "$mapped" \
   '  context_.memory.cancel_release(pool);' ''
+mutation_in alloc_repeat_plan_test:*/PlanLending.* retire-leaves-waiting-release "$impl" \
+  '  memory_.cancel_release(pool);  // all of it goes below, or none' ''
+mutation_in alloc_repeat_plan_test:*/PlanFixture.* plan-never-asks-waiting-release "$plan" \
+  '    ask_waiting_releases(planned_requests_);' ''
+mutation_in alloc_repeat_plan_test:*/PlanFixture.* plan-forgets-release-waits "$plan" \
+  '  releases_waiting_.store(true, std::memory_order_relaxed);' ''
 
 # Failure paths and streams that go (alloc_lifetime_test).
 lifetime=alloc_lifetime_test

@@ -142,7 +142,12 @@ iteration_plan::served iteration_plan::allocate(std::size_t rounded, std::size_t
   const phase now = phase_.load(std::memory_order_acquire);
   if (now == phase::settled) {
     thread_local unsigned tick = 0;
-    if ((++tick & 255u) != 0 || host_.device_calls() == settled_calls_) return {};
+    if ((++tick & 255u) != 0) return {};
+    if (releases_waiting_.load(std::memory_order_relaxed)) {
+      std::lock_guard lock(mutex_);
+      ask_waiting_releases(tick);
+    }
+    if (host_.device_calls() == settled_calls_) return {};
     std::lock_guard lock(mutex_);
     if (phase_ == phase::settled) restart_recording();  // the workload grew again: look again
     return {};
@@ -201,6 +206,7 @@ bool iteration_plan::begin_with(const request& next) {
 iteration_plan::served iteration_plan::log_alloc(std::size_t rounded, StreamImpl& stream) {
   if (take_disturbed()) detector_.restart();
   const std::uint64_t sequence = ++sequence_;
+  ask_waiting_releases(sequence);  // a plan derailed before they went back
   if (!detector_.continues_at(sequence)) [[unlikely]] syncs_at_log_start_ = host_.host_syncs();
   detector_.note_alloc(sequence, rounded, stream.id(), host_.device_calls());
   look_for_period();
@@ -842,8 +848,8 @@ iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std:
   }
   if (!left_over_released_ && taken_since_activation_ == blocks_.size()) {
     release_pools_left_over();
-  } else if (releases_waiting_ && planned_requests_ % release_poll_interval == 0) {
-    releases_waiting_ = host_.finish_releases();
+  } else {
+    ask_waiting_releases(planned_requests_);
   }
   planned_block& b = blocks_[index];
   b.allocated_at = ++sequence_;
@@ -854,6 +860,12 @@ iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std:
   return {reinterpret_cast<void*>(b.address), b.allocated_at};
 }
 
+void iteration_plan::ask_waiting_releases(std::uint64_t count) {
+  if (count % release_poll_interval == 0 && releases_waiting_.load(std::memory_order_relaxed)) {
+    releases_waiting_.store(host_.finish_releases(), std::memory_order_relaxed);
+  }
+}
+
 void iteration_plan::release_pools_left_over() {
   // A plan in an arena of its own has served a whole period: the blocks the pools served before
   // it began are freed, and the chunks that held them would stay cached beside the arena.
@@ -862,9 +874,9 @@ void iteration_plan::release_pools_left_over() {
   // Their last uses may still be queued (a training step's kernels): the chunks leave the pools'
   // books now and go to the device once that work is done, asked every release_poll_interval
   // requests, so the plan's requests never wait for the device.
+  releases_waiting_.store(true, std::memory_order_relaxed);  // a release that threw part-way may have left some waiting
   try {
     host_.release_pool_cache_when_done();
-    releases_waiting_ = true;
   } catch (...) {
     // Best effort: what could not go back stays cached in the pools, as it would have.
   }

@@ -288,6 +288,7 @@ class iteration_plan {
   /// Once a plan in its own arena has served a whole period, once per arena: the pools' free
   /// memory (the chunks of the blocks they served before it began) goes to the device.
   void release_pools_left_over();
+  void ask_waiting_releases(std::uint64_t count);  // every release_poll_interval-th count; under mutex_
   /// Plans `lifetimes` in one arena mapped for them; false when the device has no room.
   [[nodiscard]] bool plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                        std::vector<std::size_t>& offsets, std::optional<offset_planner>& planner);
@@ -424,8 +425,10 @@ class iteration_plan {
   std::vector<std::uint32_t> holders_;  // scratch: the holders of the cells a block takes
   std::uint64_t taken_since_activation_ = 0;
   bool left_over_released_ = false;  // release_pools_left_over ran for this arena
-  bool releases_waiting_ = false;    // what it released may still wait for the pools' streams
-  static constexpr std::uint64_t release_poll_interval = 1024;  // planned requests between asks
+  // What it released may still wait for the pools' streams: asked after every
+  // release_poll_interval requests (planned, logged, or served by settled pools).
+  std::atomic<bool> releases_waiting_{false};
+  static constexpr std::uint64_t release_poll_interval = 1024;
   planned_block history_;
   // The blocks' distinct addresses, sorted, and for each the block live there (blocks live
   // together never share bytes): frees and queries find their block without a search per block.

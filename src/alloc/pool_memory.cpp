@@ -121,6 +121,7 @@ void pool_memory::give_back_when_done(stream_pool& pool, released_memory& taken,
     done->record(StreamRef(&pool.stream()));
     if (!done->query()) {
       std::lock_guard lock(waiting_mutex_);
+      waiting_.reserve(waiting_.size() + 1);  // so that no allocation fails once `taken` is moved
       waiting_.push_back({&pool, std::move(taken), std::move(*done)});
       waiting_count_.store(waiting_.size(), std::memory_order_release);
       return;
@@ -142,6 +143,7 @@ bool pool_memory::finish_releases() noexcept {
   bool still_waiting = false;
   try {
     std::lock_guard lock(waiting_mutex_);
+    ready.reserve(waiting_.size());  // so that no allocation fails once an entry is moved
     for (auto it = waiting_.begin(); it != waiting_.end();) {
       // try_lock: a thread holding a pool's growth may be waiting for this mutex.
       std::unique_lock slow(it->pool->growth, std::try_to_lock);

@@ -298,6 +298,18 @@ TEST_P(PlanFixture, APlanInItsOwnArenaReleasesWhatThePoolsCachedBesideItOnceAfte
   EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
 }
 
+TEST_P(PlanFixture, WhatThePoolsLeftWaitingIsAskedForAsThePlanServesUntilItWentBack) {
+  // The release after the plan's first period leaves memory waiting for the pools' streams: the
+  // plan asks after every 1024 requests it serves, never waiting, and stops once nothing waits.
+  parts_->host.asks_until_finished = 3;
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  warm_up(steps);
+  for (int i = 0; i < 12; ++i) iterate(steps);  // 401 allocations each
+  EXPECT_EQ(parts_->host.releases_when_done, 1);
+  EXPECT_EQ(parts_->host.finish_asks, 3) << "asked until nothing waited, then no more";
+  EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+}
+
 TEST_P(PlanFixture, APlanStartedAgainOverItsArenaDoesNotReleaseThePoolsAgain) {
   // A request off the plan derails it; the pools serve until the period comes round, and the
   // plan starts again over the same arena: the pools' cache went back for that arena already.

@@ -153,6 +153,28 @@ TEST_P(PlanLending, AGrowthWhileAReleaseWaitsTakesItsChunksBackInsteadOfMappingN
   impl_->deallocate(again);
 }
 
+TEST_P(PlanLending, AStreamGoneWhileItsMemoryWaitsIsRetiredWithThatMemory) {
+  // The pool of a stream the user destroyed is retired once the stream is idle: its memory
+  // waiting to go back goes with the rest, and nothing is left to give back twice.
+  std::optional<Stream> gone(std::in_place, *device_, testing::slow_stream("gone"));
+  const std::int64_t reserved_before = impl_->stats().reserved_bytes.current;
+  void* p = impl_->allocate(4 * mib, *gone);
+  reuse_oracle oracle(*device_);
+  for (int i = 0; i < 8; ++i) oracle.late_write(*gone, p, 4 * mib, late_data);
+  impl_->deallocate(p);
+  detail::plan_host& host = *impl_;
+  host.release_pool_cache_when_done();
+  ASSERT_TRUE(host.finish_releases()) << "the writes are still queued";
+  gone.reset();
+  ASSERT_TRUE(oracle.settle());  // the device is idle: the pool may be retired
+  Stream fresh(*device_, stream_options{.name = "fresh"});
+  void* q = impl_->allocate(1 * mib, fresh);  // a new pool: the gone stream's is retired
+  EXPECT_FALSE(host.finish_releases()) << "retired with its pool: nothing waits";
+  impl_->deallocate(q);
+  impl_->release_pool_cache();
+  EXPECT_EQ(impl_->stats().reserved_bytes.current, reserved_before) << "every chunk went back once";
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, PlanLending,
                          ::testing::Values(test_backend::sim_deterministic, test_backend::sim_threaded, test_backend::cuda),
                          [](const ::testing::TestParamInfo<test_backend>& info) { return testing::to_string(info.param); });
