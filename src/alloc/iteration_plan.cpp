@@ -147,7 +147,7 @@ iteration_plan::served iteration_plan::allocate(std::size_t rounded, std::size_t
       std::lock_guard lock(mutex_);
       ask_waiting_releases(tick);
     }
-    if (host_.device_calls() == settled_calls_) return {};
+    if (workload_calls() == settled_calls_) return {};
     std::lock_guard lock(mutex_);
     if (phase_ == phase::settled) restart_recording();  // the workload grew again: look again
     return {};
@@ -198,7 +198,7 @@ bool iteration_plan::begin_with(const request& next) {
     return false;
   }
   detector_.drop_period();
-  calls_at_activation_ = host_.device_calls();
+  calls_at_activation_ = workload_calls();
   activate(std::move(period));  // the log pauses: resume_recording may go on with it
   return true;
 }
@@ -208,7 +208,7 @@ iteration_plan::served iteration_plan::log_alloc(std::size_t rounded, StreamImpl
   const std::uint64_t sequence = ++sequence_;
   ask_waiting_releases(sequence);  // a plan derailed before they went back
   if (!detector_.continues_at(sequence)) [[unlikely]] syncs_at_log_start_ = host_.host_syncs();
-  detector_.note_alloc(sequence, rounded, stream.id(), host_.device_calls());
+  detector_.note_alloc(sequence, rounded, stream.id(), workload_calls());
   look_for_period();
   return {nullptr, sequence};
 }
@@ -216,7 +216,7 @@ iteration_plan::served iteration_plan::log_alloc(std::size_t rounded, StreamImpl
 void iteration_plan::log_free(std::uint64_t allocated_at, std::uintptr_t address) {
   if (take_disturbed()) detector_.restart();
   if (!detector_.continues_at(sequence_ + 1)) [[unlikely]] syncs_at_log_start_ = host_.host_syncs();
-  detector_.note_free(++sequence_, allocated_at, host_.device_calls(), address);
+  detector_.note_free(++sequence_, allocated_at, workload_calls(), address);
   look_for_period();
 }
 
@@ -283,7 +283,7 @@ bool iteration_plan::settle_if_set_aside_aged() {
 
 void iteration_plan::settle() {
   if (has_arena()) release_arena();  // the pools serve the workload without device calls
-  settled_calls_ = host_.device_calls();
+  settled_calls_ = workload_calls();
   phase_.store(phase::settled, std::memory_order_release);
 }
 
@@ -862,8 +862,14 @@ iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std:
 
 void iteration_plan::ask_waiting_releases(std::uint64_t count) {
   if (count % release_poll_interval == 0 && releases_waiting_.load(std::memory_order_relaxed)) {
+    const std::uint64_t before = host_.device_calls();
     releases_waiting_.store(host_.finish_releases(), std::memory_order_relaxed);
+    release_calls_.fetch_add(host_.device_calls() - before, std::memory_order_relaxed);
   }
+}
+
+std::uint64_t iteration_plan::workload_calls() const {
+  return host_.device_calls() - release_calls_.load(std::memory_order_relaxed);
 }
 
 void iteration_plan::release_pools_left_over() {

@@ -289,6 +289,9 @@ class iteration_plan {
   /// memory (the chunks of the blocks they served before it began) goes to the device.
   void release_pools_left_over();
   void ask_waiting_releases(std::uint64_t count);  // every release_poll_interval-th count; under mutex_
+  // The host's device calls less those of the waiting releases: the workload's own, which say
+  // whether the pools still move memory.
+  [[nodiscard]] std::uint64_t workload_calls() const;
   /// Plans `lifetimes` in one arena mapped for them; false when the device has no room.
   [[nodiscard]] bool plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                        std::vector<std::size_t>& offsets, std::optional<offset_planner>& planner);
@@ -428,6 +431,7 @@ class iteration_plan {
   // What it released may still wait for the pools' streams: asked after every
   // release_poll_interval requests (planned, logged, or served by settled pools).
   std::atomic<bool> releases_waiting_{false};
+  std::atomic<std::uint64_t> release_calls_{0};  // the device calls their asks made
   static constexpr std::uint64_t release_poll_interval = 1024;
   planned_block history_;
   // The blocks' distinct addresses, sorted, and for each the block live there (blocks live
