@@ -134,6 +134,10 @@ mutation_in alloc_repeat_plan_test:*/PlanFixture.* plan-never-asks-waiting-relea
   '    ask_waiting_releases(planned_requests_);' ''
 mutation_in alloc_repeat_plan_test:*/PlanFixture.* plan-forgets-release-waits "$plan" \
   '  releases_waiting_.store(true, std::memory_order_relaxed);' ''
+mutation_in alloc_repeat_plan_test:*/PlanFixture.* plan-log-never-asks-waiting-release "$plan" \
+  '  ask_waiting_releases(sequence);  // a plan derailed before they went back' ''
+mutation_in alloc_repeat_plan_test:*/PlanFixture.* plan-log-free-never-asks-waiting-release "$plan" \
+  $'  ++sequence_;\n  ask_waiting_releases(sequence_);' '  ++sequence_;'
 
 # Failure paths and streams that go (alloc_lifetime_test).
 lifetime=alloc_lifetime_test

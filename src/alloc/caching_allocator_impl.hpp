@@ -113,6 +113,9 @@ class caching_allocator_impl final : public plan_host {
   void release_pool_cache() override;
   void release_pool_cache_when_done() override;
   bool finish_releases() noexcept override;
+  [[nodiscard]] std::uint64_t device_calls_on_this_thread() const override {
+    return counting_memory_source::calls_on_this_thread();
+  }
   [[nodiscard]] std::vector<lent_range> lend_free_memory(std::size_t most) override;
   [[nodiscard]] std::vector<lent_range> free_memory_view(std::size_t most) override;
   void take_back(const lent_range& range, const std::vector<StreamImpl*>& users) override;

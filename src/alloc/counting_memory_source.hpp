@@ -19,6 +19,9 @@ class counting_memory_source final : public memory_source {
   [[nodiscard]] device_call_counts counts() const noexcept;
   /// The sum of counts(), read in one load: the repeat plan reads it at every request it logs.
   [[nodiscard]] std::uint64_t total() const noexcept { return total_.load(std::memory_order_relaxed); }
+  /// The calls the calling thread forwarded, through any counting source: a caller that makes
+  /// calls on behalf of something else tells them apart from other threads' calls.
+  [[nodiscard]] static std::uint64_t calls_on_this_thread() noexcept { return thread_calls(); }
 
   [[nodiscard]] void* allocate(std::size_t bytes) override;
   void deallocate(void* ptr) override;
@@ -38,6 +41,11 @@ class counting_memory_source final : public memory_source {
   void count(call c) noexcept {
     calls_[c].fetch_add(1, std::memory_order_relaxed);
     total_.fetch_add(1, std::memory_order_relaxed);
+    ++thread_calls();
+  }
+  static std::uint64_t& thread_calls() noexcept {
+    thread_local std::uint64_t calls = 0;
+    return calls;
   }
 
   std::unique_ptr<memory_source> inner_;

@@ -143,13 +143,16 @@ iteration_plan::served iteration_plan::allocate(std::size_t rounded, std::size_t
   if (now == phase::settled) {
     thread_local unsigned tick = 0;
     if ((++tick & 255u) != 0) return {};
-    if (releases_waiting_.load(std::memory_order_relaxed)) {
+    if (tick % release_poll_interval == 0 && releases_waiting_.load(std::memory_order_relaxed)) {
       std::lock_guard lock(mutex_);
       ask_waiting_releases(tick);
     }
-    if (workload_calls() == settled_calls_) return {};
+    if (workload_calls() == settled_calls_.load(std::memory_order_relaxed)) return {};
     std::lock_guard lock(mutex_);
-    if (phase_ == phase::settled) restart_recording();  // the workload grew again: look again
+    // Looked at again under the lock: a release's calls and their booking are seen together.
+    if (phase_ == phase::settled && workload_calls() != settled_calls_.load(std::memory_order_relaxed)) {
+      restart_recording();  // the workload grew again: look again
+    }
     return {};
   }
   if (now == phase::active) {
@@ -216,7 +219,9 @@ iteration_plan::served iteration_plan::log_alloc(std::size_t rounded, StreamImpl
 void iteration_plan::log_free(std::uint64_t allocated_at, std::uintptr_t address) {
   if (take_disturbed()) detector_.restart();
   if (!detector_.continues_at(sequence_ + 1)) [[unlikely]] syncs_at_log_start_ = host_.host_syncs();
-  detector_.note_free(++sequence_, allocated_at, workload_calls(), address);
+  ++sequence_;
+  ask_waiting_releases(sequence_);
+  detector_.note_free(sequence_, allocated_at, workload_calls(), address);
   look_for_period();
 }
 
@@ -283,7 +288,7 @@ bool iteration_plan::settle_if_set_aside_aged() {
 
 void iteration_plan::settle() {
   if (has_arena()) release_arena();  // the pools serve the workload without device calls
-  settled_calls_ = workload_calls();
+  settled_calls_.store(workload_calls(), std::memory_order_relaxed);
   phase_.store(phase::settled, std::memory_order_release);
 }
 
@@ -862,10 +867,14 @@ iteration_plan::served iteration_plan::allocate_active(std::size_t rounded, std:
 
 void iteration_plan::ask_waiting_releases(std::uint64_t count) {
   if (count % release_poll_interval == 0 && releases_waiting_.load(std::memory_order_relaxed)) {
-    const std::uint64_t before = host_.device_calls();
+    const std::uint64_t before = host_.device_calls_on_this_thread();
     releases_waiting_.store(host_.finish_releases(), std::memory_order_relaxed);
-    release_calls_.fetch_add(host_.device_calls() - before, std::memory_order_relaxed);
+    book_release_calls(before);
   }
+}
+
+void iteration_plan::book_release_calls(std::uint64_t calls_before) {
+  release_calls_.fetch_add(host_.device_calls_on_this_thread() - calls_before, std::memory_order_relaxed);
 }
 
 std::uint64_t iteration_plan::workload_calls() const {
@@ -881,11 +890,13 @@ void iteration_plan::release_pools_left_over() {
   // books now and go to the device once that work is done, asked every release_poll_interval
   // requests, so the plan's requests never wait for the device.
   releases_waiting_.store(true, std::memory_order_relaxed);  // a release that threw part-way may have left some waiting
+  const std::uint64_t before = host_.device_calls_on_this_thread();
   try {
     host_.release_pool_cache_when_done();
   } catch (...) {
     // Best effort: what could not go back stays cached in the pools, as it would have.
   }
+  book_release_calls(before);
 }
 
 void iteration_plan::occupy_slot(planned_block& b) {

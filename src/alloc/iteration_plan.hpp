@@ -86,6 +86,9 @@ class plan_host {
   /// Gives back what release_pool_cache_when_done left waiting, where its work is done (never
   /// waits); whether some is still waiting.
   virtual bool finish_releases() noexcept = 0;
+  /// The device calls the calling thread made so far: what the plan's own releases cost, told
+  /// apart from the calls of threads that serve the workload meanwhile.
+  [[nodiscard]] virtual std::uint64_t device_calls_on_this_thread() const = 0;
   /// Takes up to `most` of the pools' free blocks whose bytes are all mapped out of their bins,
   /// largest first, and lends them to the plan; the pools' reserved bytes keep counting them.
   /// The pools never call into the plan, so their locks may be taken under the plan's.
@@ -292,6 +295,9 @@ class iteration_plan {
   // The host's device calls less those of the waiting releases: the workload's own, which say
   // whether the pools still move memory.
   [[nodiscard]] std::uint64_t workload_calls() const;
+  // Books the calls this thread made since `calls_before` (device_calls_on_this_thread) as a
+  // release's, not the workload's.
+  void book_release_calls(std::uint64_t calls_before);
   /// Plans `lifetimes` in one arena mapped for them; false when the device has no room.
   [[nodiscard]] bool plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                        std::vector<std::size_t>& offsets, std::optional<offset_planner>& planner);
@@ -396,7 +402,7 @@ class iteration_plan {
   };
   std::vector<reuse_notice> notices_;
   std::atomic<bool> notices_waiting_{false};
-  std::uint64_t settled_calls_ = 0;
+  std::atomic<std::uint64_t> settled_calls_{0};  // read without mutex_ by settled pools' requests
   std::uint64_t set_aside_in_log_ = 0;  // the start of the log that set a period aside (0: none)
   std::uint64_t calls_at_activation_ = 0;  // the host's device calls when the period last began
 

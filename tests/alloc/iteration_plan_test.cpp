@@ -56,6 +56,7 @@ class always_growing_host final : public detail::plan_host {
     ++finish_asks;
     return finish_asks < asks_until_finished;
   }
+  [[nodiscard]] std::uint64_t device_calls_on_this_thread() const override { return 0; }
   std::vector<detail::lent_range> lend_free_memory(std::size_t /*most*/) override { return std::exchange(to_lend, {}); }
   std::vector<detail::lent_range> free_memory_view(std::size_t /*most*/) override {
     return view_instead.empty() ? to_lend : view_instead;
@@ -308,6 +309,34 @@ TEST_P(PlanFixture, WhatThePoolsLeftWaitingIsAskedForAsThePlanServesUntilItWentB
   EXPECT_EQ(parts_->host.releases_when_done, 1);
   EXPECT_EQ(parts_->host.finish_asks, 3) << "asked until nothing waited, then no more";
   EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+}
+
+TEST_P(PlanFixture, WhatWaitsIsStillAskedForOnceThePlanDerailed) {
+  // Requests off the plan: the pools serve them and the log looks for a period again, still
+  // asking for what waits (every 1024 requests, allocations and frees alike).
+  parts_->host.asks_until_finished = 1000;  // never done within this test
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {0, 0, 0}});
+  warm_up(steps);
+  iterate(steps);
+  ASSERT_EQ(parts_->host.releases_when_done, 1);
+  // Nothing repeats, so the log never finds a period; allocations and frees both fall on
+  // every 1024th request (units of 6, two frees in a row).
+  std::vector<step> unlike;
+  std::mt19937 rng(5);
+  const auto random_bytes = [&rng] { return std::size_t{512} * (1 + rng() % 4096); };
+  for (int i = 0; i < 2000; ++i) {
+    const std::size_t first = unlike.size();
+    unlike.push_back({random_bytes(), 0, 0});
+    unlike.push_back({random_bytes(), 0, 0});
+    unlike.push_back({0, 0, first});
+    unlike.push_back({0, 0, first + 1});
+    unlike.push_back({random_bytes(), 0, 0});
+    unlike.push_back({0, 0, first + 4});
+  }
+  const int asks = parts_->host.finish_asks;
+  iterate(unlike);
+  ASSERT_EQ(plan_stats().num_plan_derailments, 1u);
+  EXPECT_GE(parts_->host.finish_asks - asks, 10) << "12,000 requests logged: 11 or 12 asks";
 }
 
 TEST_P(PlanFixture, APlanStartedAgainOverItsArenaDoesNotReleaseThePoolsAgain) {
