@@ -114,26 +114,24 @@ void caching_allocator_impl::release_pool_cache_when_done() {
   retire_abandoned();
   for (stream_pool* pool : all_pools()) {
     std::lock_guard slow(pool->growth);
-    memory_.cancel_release(*pool);  // taken again below, with the rest
-    released_memory taken;
-    {
-      std::lock_guard lock(pool->mutex);
-      memory_.take_free_memory(*pool, taken);
-    }
+    released_memory taken = take_pool_cache(*pool);
     memory_.give_back_when_done(*pool, taken, events_);
   }
 }
 
 bool caching_allocator_impl::finish_releases() noexcept { return memory_.finish_releases(); }
 
-void caching_allocator_impl::release_free_memory(stream_pool& pool) {
-  std::lock_guard slow(pool.growth);
+released_memory caching_allocator_impl::take_pool_cache(stream_pool& pool) {
   memory_.cancel_release(pool);  // taken again below, with the rest
   released_memory taken;
-  {
-    std::lock_guard lock(pool.mutex);
-    memory_.take_free_memory(pool, taken);
-  }
+  std::lock_guard lock(pool.mutex);
+  memory_.take_free_memory(pool, taken);
+  return taken;
+}
+
+void caching_allocator_impl::release_free_memory(stream_pool& pool) {
+  std::lock_guard slow(pool.growth);
+  released_memory taken = take_pool_cache(pool);
   // Taken before the sync: blocks freed from here on are not released by this pass, and every
   // block taken was freed after its last use was enqueued, so the sync covers it.
   memory_.give_back(pool, taken, true);

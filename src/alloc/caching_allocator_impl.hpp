@@ -137,6 +137,9 @@ class caching_allocator_impl final : public plan_host {
   [[nodiscard]] std::uint64_t device_calls() const override { return source_->total(); }
   [[nodiscard]] std::uint64_t host_syncs() const override { return books_.figures().num_host_syncs; }
   void release_free_memory(stream_pool& pool);
+  // All of the pool's free memory, out of its books (what waited to go back included); caller
+  // holds pool.growth.
+  released_memory take_pool_cache(stream_pool& pool);
   void wait_for_pending();
   void reclaim(const std::vector<finished_free>& done);
   [[nodiscard]] std::string out_of_memory_message(std::size_t requested, std::size_t rounded, StreamImpl& stream) const;
