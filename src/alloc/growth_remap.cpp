@@ -9,10 +9,13 @@
 // streams' wholly free chunks are given back (those of a stream whose enqueued work is all done,
 // asked with an event, never waited for) before its new ones are mapped, so streams that peak
 // in turn share physical memory instead of each keeping the high-water mark of its own peak.
-// Below its own peak a stream's budget is its own, and a stream that had to grow again after
-// giving chunks away keeps its chunks from then on: a loop whose streams peak in turn, or a
-// stream per request beside a long-lived one, settles instead of moving chunks between them
-// every iteration.
+// A stream that has to grow again below its own peak after giving chunks away is held to it as
+// well (it takes back free chunks instead of mapping beside them), and keeps its chunks from
+// then on, until it climbs past its own peak again: a loop whose streams peak in turn, or a
+// stream per request beside a long-lived one, settles after one exchange instead of moving
+// chunks between them every iteration, while streams still setting their peaks (the first pass
+// of requests spread over streams) go on sharing. Otherwise below its own peak a stream's budget
+// is its own.
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -67,7 +70,7 @@ class remap_growth final : public mapped_growth {
   }
 
   void make_room_elsewhere(stream_pool& pool, const block& fresh, std::size_t chunks_to_map) const override {
-    if (chunks_to_map == 0 || !climbs_past_own_peak(pool, fresh.size)) return;
+    if (chunks_to_map == 0 || !held_to_device_budget(pool, fresh.size)) return;
     const std::vector<stream_pool*> pools = context_.all_pools();
     if (pools.size() < 2) return;  // its own moves kept the device within its budget
     const std::size_t granularity = fresh.owner->granularity;
@@ -109,15 +112,22 @@ class remap_growth final : public mapped_growth {
     return allowed > mapped ? (allowed - mapped) / granularity : 0;
   }
 
-  /// Whether `more` bytes live beside the stream's take it past its own peak (the block being
-  /// grown is not counted live yet). A stream that grows below its peak after giving chunks
-  /// away keeps its chunks from then on. Caller holds pool.growth, not pool.mutex.
-  [[nodiscard]] static bool climbs_past_own_peak(stream_pool& pool, std::size_t more) {
+  /// Whether the growth of a block of `more` bytes is held to the device's budget: it takes the
+  /// stream past its own peak (the block is not counted live yet), or the stream grows again
+  /// below it after giving chunks away. The first keeps nothing from the stream; the second
+  /// makes it keep its chunks. Caller holds pool.growth, not pool.mutex.
+  [[nodiscard]] static bool held_to_device_budget(stream_pool& pool, std::size_t more) {
     std::lock_guard lock(pool.mutex);
     const bool climbs = static_cast<std::size_t>(pool.stats.allocated_bytes.current) + more >
                         static_cast<std::size_t>(pool.stats.allocated_bytes.peak);
-    if (!climbs && pool.gave_chunks) pool.keeps_chunks = true;
-    return climbs;
+    if (climbs) {
+      pool.gave_chunks = false;  // still setting its peak: what it keeps is not settled yet
+      pool.keeps_chunks = false;
+      return true;
+    }
+    if (!pool.gave_chunks) return false;
+    pool.keeps_chunks = true;
+    return true;
   }
 
   struct device_memory {

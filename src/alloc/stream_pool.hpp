@@ -99,7 +99,7 @@ class stream_pool {
   /// Remap growth: another stream took free chunks of this pool's (gave_chunks), and this stream
   /// then had to grow again below its own peak, so they take no more of them (keeps_chunks):
   /// a stream that is used again keeps what its peak needs, instead of its chunks being moved
-  /// to each new stream and back.
+  /// to each new stream and back. Both are cleared when the stream climbs past its own peak.
   bool gave_chunks = false;
   bool keeps_chunks = false;
 

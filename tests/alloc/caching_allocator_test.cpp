@@ -327,6 +327,39 @@ TEST_F(AllocatorTest, RemapStreamPerRequestBesideALongLivedStreamSettles) {
   EXPECT_LE(calls, 6u * 8) << "more than a new stream's own chunks, mapped and released, per iteration";
 }
 
+// Remap without the plan or slack: only the device's budget moves chunks between streams.
+const allocator_options remap_tight{.segments = segment_kind::expandable, .growth = expandable_growth::remap,
+                                    .repeat_plan = false, .remap_slack_percent = 0};
+
+// a peaks at 16 MiB and frees; b, climbing to its own 16 MiB, takes a's chunks. Then a grows
+// again below its peak: it takes b's free chunks back instead of mapping beside them.
+TEST_F(AllocatorTest, RemapStreamGrowingAgainAfterGivingChunksTakesBackFreeOnes) {
+  caching_allocator alloc(device, remap_tight);
+  alloc.deallocate(alloc.allocate(16 * mib, a));
+  alloc.deallocate(alloc.allocate(16 * mib, b));
+  ASSERT_EQ(alloc.stats().reserved_bytes.current, static_cast<std::int64_t>(16 * mib));
+  void* again = alloc.allocate(8 * mib, a);
+  EXPECT_EQ(alloc.stats().reserved_bytes.current, static_cast<std::int64_t>(16 * mib))
+      << "a mapped new chunks beside b's free ones";
+  alloc.deallocate(again);
+}
+
+// After growing again a keeps its chunks, until it climbs past its own peak: then it is still
+// setting its peak, and a third stream climbing to its own takes a's free chunks.
+TEST_F(AllocatorTest, RemapStreamClimbingPastItsPeakAgainLendsItsChunksAgain) {
+  caching_allocator alloc(device, remap_tight);
+  Stream c{device, stream_options{.name = "c"}};
+  alloc.deallocate(alloc.allocate(16 * mib, a));
+  alloc.deallocate(alloc.allocate(16 * mib, b));
+  alloc.deallocate(alloc.allocate(8 * mib, a));  // a keeps its chunks from here
+  alloc.deallocate(alloc.allocate(24 * mib, a));  // past its peak: no longer
+  ASSERT_EQ(alloc.stats().reserved_bytes.current, static_cast<std::int64_t>(24 * mib));
+  void* third = alloc.allocate(24 * mib, c);
+  EXPECT_EQ(alloc.stats().reserved_bytes.current, static_cast<std::int64_t>(24 * mib))
+      << "c mapped new chunks beside a's free ones";
+  alloc.deallocate(third);
+}
+
 TEST_F(AllocatorTest, SmallRequestsEndOnAChunkBoundaryWithChunkEndPlacement) {
   // In a fresh small range, the first request ends on the first chunk boundary, so the rest of
   // the range starts on one; the next request goes into the chunk's space before it.
