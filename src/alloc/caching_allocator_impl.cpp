@@ -444,6 +444,7 @@ void caching_allocator_impl::reset_peak_stats() {
   books_.reset_peaks();
   for (stream_pool* pool : all_pools()) {
     std::lock_guard lock(pool->mutex);
+    pool->peak_live_before_reset = own_peak_live(*pool);
     stream_figures::reset_peaks(pool->stats);
   }
 }

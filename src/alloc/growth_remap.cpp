@@ -11,7 +11,7 @@
 // in turn share physical memory instead of each keeping the high-water mark of its own peak.
 // A stream that has to grow again below its own peak after giving chunks away is held to it as
 // well (it takes back free chunks instead of mapping beside them), and keeps its chunks from
-// then on, until it climbs past its own peak again: a loop whose streams peak in turn, or a
+// then on, until a growth takes it past its own peak again: a loop whose streams peak in turn, or a
 // stream per request beside a long-lived one, settles after one exchange instead of moving
 // chunks between them every iteration, while streams still setting their peaks (the first pass
 // of requests spread over streams) go on sharing. Otherwise below its own peak a stream's budget
@@ -107,7 +107,7 @@ class remap_growth final : public mapped_growth {
     std::size_t mapped = 0;
     for (const segment* owned : pool.segments()) mapped += owned->mapped_bytes;
     const std::size_t live = static_cast<std::size_t>(pool.stats.allocated_bytes.current) + more;
-    const std::size_t peak_live = std::max(static_cast<std::size_t>(pool.stats.allocated_bytes.peak), live);
+    const std::size_t peak_live = std::max(own_peak_live(pool), live);
     const std::size_t allowed = peak_live + peak_live / 100 * context_.options.remap_slack_percent;
     return allowed > mapped ? (allowed - mapped) / granularity : 0;
   }
@@ -118,8 +118,7 @@ class remap_growth final : public mapped_growth {
   /// makes it keep its chunks. Caller holds pool.growth, not pool.mutex.
   [[nodiscard]] static bool held_to_device_budget(stream_pool& pool, std::size_t more) {
     std::lock_guard lock(pool.mutex);
-    const bool climbs = static_cast<std::size_t>(pool.stats.allocated_bytes.current) + more >
-                        static_cast<std::size_t>(pool.stats.allocated_bytes.peak);
+    const bool climbs = static_cast<std::size_t>(pool.stats.allocated_bytes.current) + more > own_peak_live(pool);
     if (climbs) {
       pool.gave_chunks = false;  // still setting its peak: what it keeps is not settled yet
       pool.keeps_chunks = false;
@@ -143,7 +142,7 @@ class remap_growth final : public mapped_growth {
       std::lock_guard lock(p->mutex);
       for (const segment* s : p->segments()) total.mapped += s->expandable ? s->mapped_bytes : 0;
       total.live += static_cast<std::size_t>(p->stats.allocated_bytes.current);
-      total.largest_pool_peak = std::max(total.largest_pool_peak, static_cast<std::size_t>(p->stats.allocated_bytes.peak));
+      total.largest_pool_peak = std::max(total.largest_pool_peak, own_peak_live(*p));
     }
     return total;
   }

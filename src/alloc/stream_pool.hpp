@@ -99,9 +99,13 @@ class stream_pool {
   /// Remap growth: another stream took free chunks of this pool's (gave_chunks), and this stream
   /// then had to grow again below its own peak, so they take no more of them (keeps_chunks):
   /// a stream that is used again keeps what its peak needs, instead of its chunks being moved
-  /// to each new stream and back. Both are cleared when the stream climbs past its own peak.
+  /// to each new stream and back. Both are cleared when a growth takes the stream past its own peak.
   bool gave_chunks = false;
   bool keeps_chunks = false;
+  /// The stream's peak live bytes before the last reset_peak_stats: growth measures the
+  /// stream's own peak with it, so a caller resetting the figures (each iteration, say) changes
+  /// no placement. Under the pool's mutex.
+  std::size_t peak_live_before_reset = 0;
 
  private:
   static constexpr std::size_t deferred_merge_limit = 16;
@@ -130,5 +134,12 @@ class stream_pool {
   // while the pool lives, so a stale entry is safe to read.
   std::vector<block*> deferred_merges_;
 };
+
+/// The most bytes ever live on the pool's stream, whatever reset_peak_stats did since: what the
+/// stream's own budget is measured against. Caller holds pool.mutex.
+[[nodiscard]] inline std::size_t own_peak_live(const stream_pool& pool) noexcept {
+  const auto since_reset = static_cast<std::size_t>(pool.stats.allocated_bytes.peak);
+  return since_reset > pool.peak_live_before_reset ? since_reset : pool.peak_live_before_reset;
+}
 
 }  // namespace streamsafe::detail

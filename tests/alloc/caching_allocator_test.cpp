@@ -360,6 +360,56 @@ TEST_F(AllocatorTest, RemapStreamClimbingPastItsPeakAgainLendsItsChunksAgain) {
   alloc.deallocate(third);
 }
 
+// A climb clears what the stream gave: a growing again below its peak afterwards (a small
+// block, in a range of its own) is still setting its peak, keeps nothing, and c climbing to its
+// own peak takes a's free chunks instead of mapping beside them.
+TEST_F(AllocatorTest, RemapClimbPastItsPeakForgetsTheChunksTheStreamGave) {
+  caching_allocator alloc(device, remap_tight);
+  Stream c{device, stream_options{.name = "c"}};
+  alloc.deallocate(alloc.allocate(16 * mib, a));
+  alloc.deallocate(alloc.allocate(16 * mib, b));  // b takes a's chunks
+  alloc.deallocate(alloc.allocate(24 * mib, a));  // a climbs past its peak
+  void* small = alloc.allocate(512 * kib, a);     // below it, in a new small range
+  void* third = alloc.allocate(24 * mib, c);
+  EXPECT_LE(alloc.stats().reserved_bytes.current, static_cast<std::int64_t>(28 * mib))
+      << "a kept its chunks after a climb, as if it had given some since";
+  alloc.deallocate(third);
+  alloc.deallocate(small);
+}
+
+// A stream that never gave chunks away grows below its own peak within its own budget: b's free
+// chunks stay b's, so streams that take turns do not move chunks back and forth. (slow's work
+// queued on its chunks keeps b from taking them while b climbs, so slow gives nothing.)
+TEST_F(AllocatorTest, RemapStreamThatGaveNothingGrowsBelowItsPeakBesideTheOthers) {
+  allocator_options roomy = remap_tight;
+  roomy.remap_slack_percent = 20;  // room in slow's own budget for the chunk its growth maps
+  caching_allocator alloc(device, roomy);
+  void* first = alloc.allocate(16 * mib, slow);
+  slow.fill(first, 1, 16 * mib);
+  alloc.deallocate(first);
+  alloc.deallocate(alloc.allocate(8 * mib, b));  // beside slow's: 24 MiB mapped for a 16 MiB peak
+  slow.synchronize();
+  void* small = alloc.allocate(512 * kib, slow);  // below slow's peak, in a new small range
+  const std::uint64_t maps_before = alloc.stats().device_calls.map;
+  void* again = alloc.allocate(8 * mib, b);
+  EXPECT_EQ(alloc.stats().device_calls.map, maps_before) << "slow took b's free chunks for a growth below its peak";
+  alloc.deallocate(again);
+  alloc.deallocate(small);
+}
+
+// A caller resetting the peak figures each iteration changes nothing the allocator does: the
+// streams' own peaks stand, and the loop settles as it does without the resets.
+TEST_F(AllocatorTest, RemapStreamsPeakingInTurnSettleThoughThePeaksAreReset) {
+  caching_allocator alloc(device, remap_without_plan);
+  const auto [calls, syncs] = calls_and_syncs_after_two(alloc, 8, [&] {
+    alloc.reset_peak_stats();
+    alloc.deallocate(alloc.allocate(16 * mib, a));
+    alloc.deallocate(alloc.allocate(16 * mib, b));
+  });
+  EXPECT_EQ(calls, 0u) << "a reset peak made each stream's next growth a climb";
+  EXPECT_EQ(syncs, 0u);
+}
+
 TEST_F(AllocatorTest, SmallRequestsEndOnAChunkBoundaryWithChunkEndPlacement) {
   // In a fresh small range, the first request ends on the first chunk boundary, so the rest of
   // the range starts on one; the next request goes into the chunk's space before it.
