@@ -82,10 +82,12 @@ class caching_allocator {
 
   [[nodiscard]] allocator_stats stats() const;
   [[nodiscard]] allocator_stats stats(StreamRef stream) const;
-  /// Zeroes the peaks (to the current values) of every counter.
+  /// Sets the peaks of every counter to their current values. The figures only: the peaks that
+  /// growth decisions read (the device's and each stream's live bytes) are kept apart and stand,
+  /// so calling it every iteration changes no placement and no device call. Thread-safe.
   void reset_peak_stats();
   /// Sets only reserved_bytes' peak to its current value: for measuring a phase of a workload
-  /// (an iteration) without changing the per-stream peaks that growth decisions read.
+  /// (an iteration).
   void reset_reserved_peak();
   /// The live block at `ptr` (as allocate returned it); throws usage_error when not live.
   [[nodiscard]] block_info block_of(const void* ptr) const;
