@@ -72,11 +72,12 @@ std::size_t pool_memory::take_free_chunks(segment& s, released_memory& out, std:
   std::size_t taken = 0;
   if (limit == 0) return 0;
   for_each_free_mapped_chunk(s, [&](block& holder, std::size_t chunk) {
+    // Listed first: out of host memory there leaves the chunk mapped in the books, not lost.
+    out.chunks.push_back({&s, chunk});
     // Unmapped in the books from here on, so no request takes it; its bytes are booked once the
     // device call succeeds (see give_back).
     s.chunk_mapped[chunk] = false;
     holder.mapped = false;
-    out.chunks.push_back({&s, chunk});
     return ++taken < limit;
   });
   return taken;
