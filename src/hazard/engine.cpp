@@ -496,6 +496,16 @@ void engine::stream_wait_event(stream_id stream, event_id event, op_site site) {
   impl_->wait(impl_->agents.slot_of(stream), event, site);
 }
 
+void engine::join_event(stream_id stream, event_id event, op_site site) {
+  if (!impl_->tracking()) return;
+  record_op(impl_->recorder, stream_wait_event_op(stream, event, impl_->labels.loc(site.label)));
+  const agent_slot slot = impl_->agents.slot_of(stream);
+  impl_->agents.enqueue(slot);
+  if (auto it = impl_->events.find(static_cast<std::uint64_t>(event)); it != impl_->events.end()) {
+    impl_->agents.at(slot).clock.join(it->second.clock);
+  }
+}
+
 void engine::event_sync(event_id event, op_site site) {
   if (!impl_->tracking()) return;
   record_op(impl_->recorder, event_only_op(op_kind::event_sync, event, impl_->labels.loc(site.label)));

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 #include "streamsafe/hazard/engine.hpp"
 #include "streamsafe/hazard/report_text.hpp"
 #include "runtime/stream_impl.hpp"
+#include "runtime/unique_id.hpp"
 #include "streamsafe/runtime_observer.hpp"
 
 namespace streamsafe::hazard {
@@ -116,13 +118,21 @@ struct planned_insertion {
   std::optional<known_stream> waiter;
 };
 
+/// One part of a collective: the stream it was enqueued on, and the engine event that holds
+/// the stream's clock as the part arrived.
+struct collective_part {
+  stream_id stream;
+  event_id arrival;
+};
+
 /// Everything a tracker shares with its observer, under one lock.
 struct tracker::state final : RuntimeObserver {
-  state(const Device& device, policy mode) : device(device), model(mode), events(device) {
+  state(std::vector<Device> devices_in, policy mode)
+      : devices(std::move(devices_in)), model(mode), events(devices.front()) {
     model.on_hazard([this](const hazard& found) { deliver(found); });
   }
 
-  Device device;
+  std::vector<Device> devices;
   std::recursive_mutex mutex;
   streamsafe::hazard::engine model;
   EventPool events;
@@ -137,6 +147,20 @@ struct tracker::state final : RuntimeObserver {
   std::function<void(const hazard&)> sink;  // null: collect
   std::vector<hazard> collected;
   std::uint64_t ops = 0;
+  // Collectives some of whose parts have arrived, by (group, sequence).
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<collective_part>> collectives;
+
+  [[nodiscard]] bool several_devices() const noexcept { return devices.size() > 1; }
+
+  /// The observed order a call takes: its device's. Over several devices, the device of the
+  /// op's stream, and none for a call without a stream: a rank's host thread may hold its
+  /// device's order inside a synchronization that waits for another rank's collective, and
+  /// that rank's thread must not wait for it to reach the engine.
+  [[nodiscard]] std::optional<observed_order_lock> order_for(const StreamRef* stream) const {
+    if (!several_devices()) return std::optional<observed_order_lock>(std::in_place, devices.front());
+    if (stream != nullptr) return std::optional<observed_order_lock>(std::in_place, stream->device());
+    return std::nullopt;
+  }
 
   /// The engine reports each (kind, pair of call sites and agents) once: a live program that
   /// repeats a bug every iteration gets one report, and memory stays bounded.
@@ -302,7 +326,7 @@ struct tracker::state final : RuntimeObserver {
 
   /// A host access: one step of the observed order, nothing to enqueue.
   void host(host_access access, std::string_view op_name, const streamsafe::source_location& where) {
-    observed_order_lock order(device);
+    const auto order = order_for(nullptr);
     std::lock_guard lock(mutex);
     access.site = site(op_name, where);
     transact(access, [] {});
@@ -344,14 +368,101 @@ struct tracker::state final : RuntimeObserver {
   }
   void event_sync(EventRef event, std::string_view op_name) { model.event_sync(engine_id(event), site(op_name)); }
   void on_device_synchronize() override { observe([&] { model.device_sync(site("device_sync")); }); }
+
+  /// Over several devices: a device's synchronization is one with that device's streams only.
+  void device_synchronized(const Device& device) {
+    observe([&] {
+      for (const auto* known : {&streams, &retired_streams}) {
+        for (const auto& [id, stream] : *known) {
+          if (stream.ref.device() == device) model.stream_sync(engine_id(stream.ref), site("device_sync"));
+        }
+      }
+    });
+  }
+
+  /// A part of collective `key` arrived on `stream`. Once the parts of every rank this tracker
+  /// sees (one per device) are in, each part's stream joins every other part's arrival clock.
+  void collective(StreamRef stream, std::pair<std::uint64_t, std::uint64_t> key, std::size_t parts_expected,
+                  op_site arrived) {
+    know(stream);
+    const event_id arrival{static_cast<std::uint64_t>(detail::next_unique_id<streamsafe::event_id>())};
+    model.event_record(arrival, engine_id(stream), arrived);
+    std::vector<collective_part>& parts = collectives[key];
+    parts.push_back({engine_id(stream), arrival});
+    if (parts.size() < parts_expected) return;
+    const op_site completed = site("collective_complete");
+    for (const collective_part& waiter : parts) {
+      for (const collective_part& other : parts) {
+        if (other.arrival != waiter.arrival) model.join_event(waiter.stream, other.arrival, completed);
+      }
+    }
+    for (const collective_part& part : parts) model.event_destroy(part.arrival, completed);
+    collectives.erase(key);
+  }
 };
 
-tracker::tracker(const Device& device, policy mode) : mode_(mode), state_(std::make_shared<state>(device, mode)) {
-  state_->know(device.default_stream());
-  attach_observer(device, state_);
+namespace {
+
+/// One device's callbacks, for a tracker over several: the same as the tracker's own, except
+/// that a device synchronization names its device.
+class device_view final : public RuntimeObserver {
+ public:
+  device_view(std::shared_ptr<tracker::state> owner, Device device) : owner_(std::move(owner)), device_(std::move(device)) {}
+  void on_stream_created(StreamRef stream) override { owner_->on_stream_created(stream); }
+  void on_stream_destroyed(streamsafe::stream_id id) override { owner_->on_stream_destroyed(id); }
+  void on_event_destroyed(streamsafe::event_id id) override { owner_->on_event_destroyed(id); }
+  void on_event_record(EventRef event, StreamRef stream) override { owner_->on_event_record(event, stream); }
+  void on_stream_wait(StreamRef waiter, EventRef event) override { owner_->on_stream_wait(waiter, event); }
+  void on_stream_synchronize(StreamRef stream) override { owner_->on_stream_synchronize(stream); }
+  void on_event_synchronize(EventRef event) override { owner_->on_event_synchronize(event); }
+  void on_stream_query_complete(StreamRef stream) override { owner_->on_stream_query_complete(stream); }
+  void on_event_query_complete(EventRef event) override { owner_->on_event_query_complete(event); }
+  void on_device_synchronize() override { owner_->device_synchronized(device_); }
+
+ private:
+  std::shared_ptr<tracker::state> owner_;
+  Device device_;
+};
+
+std::vector<Device> checked_devices(std::span<const Device> devices, policy mode) {
+  SS_EXPECTS(!devices.empty(), "hazard tracker: needs at least one device");
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      SS_EXPECTS(!(devices[i] == devices[j]), "hazard tracker: device ", devices[i].name(), " is given twice");
+    }
+  }
+  if (devices.size() > 1 && mode == policy::enforce) {
+    throw usage_error("hazard tracker: enforce needs a tracker of one device (one over " + std::to_string(devices.size()) +
+                      " devices reports: inserting a wait on one device while another's calls wait for the engine "
+                      "could deadlock); use report or one tracker per device");
+  }
+  return {devices.begin(), devices.end()};
 }
 
-tracker::~tracker() { detach_observer(state_->device, state_.get()); }
+}  // namespace
+
+tracker::tracker(const Device& device, policy mode) : tracker(std::span<const Device>(&device, 1), mode) {}
+
+tracker::tracker(std::span<const Device> devices, policy mode)
+    : mode_(mode), state_(std::make_shared<state>(checked_devices(devices, mode), mode)) {
+  for (const Device& device : state_->devices) state_->know(device.default_stream());
+  if (!state_->several_devices()) {
+    attach_observer(state_->devices.front(), state_);
+    return;
+  }
+  for (const Device& device : state_->devices) {
+    views_.push_back(std::make_shared<device_view>(state_, device));
+    attach_observer(device, views_.back());
+  }
+}
+
+tracker::~tracker() {
+  if (views_.empty()) {
+    detach_observer(state_->devices.front(), state_.get());
+    return;
+  }
+  for (std::size_t i = 0; i < views_.size(); ++i) detach_observer(state_->devices[i], views_[i].get());
+}
 
 policy tracker::mode() const {
   std::lock_guard lock(state_->mutex);
@@ -412,7 +523,7 @@ void tracker::host_writes(const void* ptr, std::size_t bytes, streamsafe::source
 }
 
 void tracker::track_alloc(const void* ptr, std::size_t bytes, StreamRef stream, streamsafe::source_location where) {
-  observed_order_lock order(state_->device);
+  const auto order = state_->order_for(&stream);
   std::lock_guard lock(state_->mutex);
   state_->know(stream);
   state_->model.alloc(address(ptr), bytes, engine_id(stream), state_->site("alloc", where));
@@ -429,28 +540,28 @@ void tracker::track_free(const void* ptr, streamsafe::source_location where) {
   std::vector<planned_insertion> planned;
   std::function<void(const void*, StreamRef)> record_stream;
   {
-    observed_order_lock order(state_->device);
+    const auto order = state_->order_for(nullptr);
     std::lock_guard lock(state_->mutex);
     needed = state_->model.plan_free(address(ptr));  // throws for a pointer that is not live
     planned = state_->resolve(needed);
     record_stream = state_->record_stream_action;
   }
   state_->act(planned, record_stream);
-  observed_order_lock order(state_->device);
+  const auto order = state_->order_for(nullptr);
   std::lock_guard lock(state_->mutex);
   state_->model.apply(needed);
   state_->model.commit_free(address(ptr), state_->site("free", where));
 }
 
 void tracker::track_record_stream(const void* ptr, StreamRef stream, streamsafe::source_location where) {
-  observed_order_lock order(state_->device);
+  const auto order = state_->order_for(&stream);
   std::lock_guard lock(state_->mutex);
   state_->know(stream);
   state_->model.record_stream(address(ptr), engine_id(stream), state_->site("record_stream", where));
 }
 
 void tracker::track_mapping(const void* ptr, std::size_t bytes, mapping_change change) {
-  observed_order_lock order(state_->device);
+  const auto order = state_->order_for(nullptr);
   std::lock_guard lock(state_->mutex);
   if (change == mapping_change::mapped) {
     state_->model.map(address(ptr), bytes, state_->site("map"));
@@ -459,12 +570,22 @@ void tracker::track_mapping(const void* ptr, std::size_t bytes, mapping_change c
   }
 }
 
+void tracker::track_collective(StreamRef stream, std::uint64_t group, std::uint64_t sequence, std::size_t ranks,
+                               streamsafe::source_location where) {
+  SS_EXPECTS(ranks >= 1, "hazard tracker: a collective of group ", group, " needs at least one rank");
+  const std::size_t parts_expected = std::min(ranks, state_->devices.size());
+  if (mode_ == policy::off || parts_expected < 2) return;  // no other part here to order against
+  const auto order = state_->order_for(&stream);
+  std::lock_guard lock(state_->mutex);
+  state_->collective(stream, {group, sequence}, parts_expected, state_->site("collective", where));
+}
+
 void tracker::submit(const tracked_op& op, std::string_view op_name, const std::function<void()>& enqueue) {
   if (mode_ == policy::off) {  // no tracking: no lock, no lookups
     enqueue();
     return;
   }
-  observed_order_lock order(state_->device);
+  const auto order = state_->order_for(&op.stream_);
   std::lock_guard lock(state_->mutex);
   state_->know(op.stream_);
   state_->transact(stream_access{engine_id(op.stream_), op.reads_.view(), op.writes_.view(), state_->site(op_name, op.where_)},

@@ -31,6 +31,7 @@ class observed_communicator final : public communicator {
   [[nodiscard]] int rank() const override { return inner_.rank(); }
   [[nodiscard]] int size() const override { return inner_.size(); }
   [[nodiscard]] std::string name() const override { return inner_.name(); }
+  [[nodiscard]] std::uint64_t group_id() const override { return inner_.group_id(); }
   void begin_step(std::uint64_t step) override {
     step_ = step;
     inner_.begin_step(step);

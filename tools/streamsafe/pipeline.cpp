@@ -10,6 +10,7 @@
 // cost never enters the figures. On sim, every time is host time (sim kernels are host loops).
 // Exit 0: ran (whatever it found); 2: bad options; 3: a failure (named with its batch and stage).
 #include <algorithm>
+#include <barrier>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -128,14 +130,14 @@ Device device_for(backend_kind backend) {
   return Device::sim(sim_options{.memory_capacity = std::size_t{2} << 30, .mode = sim_mode::threaded});
 }
 
-hazard_summary check_hazards(const Device& device, caching_allocator& allocator, demo::training_step& training,
-                             std::size_t depth) {
+void run_checked(hazard::tracker& hazards, const Device& device, caching_allocator& allocator,
+                 demo::training_step& training, std::size_t depth) {
+  pipeline::pipeline checked(device, allocator, training.spec(depth), &hazards);
+  (void)checked.run(checked_steps);
+}
+
+hazard_summary summary_of(const hazard::tracker& hazards) {
   hazard_summary summary{.checked = true};
-  hazard::tracker hazards(device, hazard::policy::report);
-  {
-    pipeline::pipeline checked(device, allocator, training.spec(depth), &hazards);
-    (void)checked.run(checked_steps);
-  }
   for (const hazard::hazard& found : hazards.hazards()) {
     ++(hazard::is_informational(found.kind) ? summary.informational : summary.hazards);
     summary.report += hazard::describe(found) + "\n";
@@ -272,8 +274,9 @@ void print_text(const pipeline_setup& setup, const Device& device, const demo::t
     std::printf("hazards: not checked (--check runs the engine first)\n");
     return;
   }
-  std::printf("hazards: %zu (and %zu informational) in %zu checked steps\n%s", hazards.hazards, hazards.informational,
-              checked_steps, hazards.report.c_str());
+  const std::string over = setup.ranks > 1 ? " on each of " + std::to_string(setup.ranks) + " ranks, one engine over their devices" : "";
+  std::printf("hazards: %zu (and %zu informational) in %zu checked steps%s\n%s", hazards.hazards, hazards.informational,
+              checked_steps, over.c_str(), hazards.report.c_str());
 }
 
 void write_outputs(const std::string& dir, const std::string& json, monitor::collector& collector,
@@ -291,12 +294,38 @@ demo::training_config config_of(const pipeline_setup& setup) {
   return config;
 }
 
+// Where a rank's checked run goes: with several ranks, one tracker over every rank's device (so
+// the ranks' collectives order their streams and an access to another rank's bytes is checked),
+// and a barrier whose completion reads the hazards once every rank's checked run is done.
+struct rank_check {
+  hazard::tracker* shared = nullptr;
+  std::barrier<std::function<void()>>* all_checked = nullptr;
+  const hazard_summary* summary = nullptr;  // set by the barrier's completion
+  bool* arrived = nullptr;                   // the rank's own: it reached the barrier
+};
+
+hazard_summary check_alone(const Device& device, caching_allocator& allocator, demo::training_step& training,
+                           std::size_t depth) {
+  hazard::tracker hazards(device, hazard::policy::report);
+  run_checked(hazards, device, allocator, training, depth);
+  return summary_of(hazards);
+}
+
 // One rank's whole run: the checked run, the measured ones, the traced one; every rank runs the
 // same pipelines in the same order, so their collectives meet. The lead rank prints.
-void run_rank(const pipeline_setup& setup, const Device& device, collectives::communicator* comm, bool json, bool lead) {
+void run_rank(const pipeline_setup& setup, const Device& device, collectives::communicator* comm, bool json, bool lead,
+              const rank_check& ranks = {}) {
   demo::training_step training(config_of(setup), setup.backend, comm);
   caching_allocator allocator(device);
-  const hazard_summary hazards = setup.check ? check_hazards(device, allocator, training, setup.depth) : hazard_summary{};
+  hazard_summary hazards;
+  if (ranks.shared != nullptr) {
+    run_checked(*ranks.shared, device, allocator, training, setup.depth);
+    *ranks.arrived = true;
+    ranks.all_checked->arrive_and_wait();
+    hazards = *ranks.summary;
+  } else if (setup.check) {
+    hazards = check_alone(device, allocator, training, setup.depth);
+  }
   monitor::collector collector(device);
   const measurement m = measure(device, allocator, training, setup, collector, lead);
   const std::string text = json_of(setup, device, training, m, hazards);
@@ -318,17 +347,37 @@ void run_rank(const pipeline_setup& setup, const Device& device, collectives::co
 
 // --ranks N on sim: a sim device, a communicator and a host thread per rank; the first failure
 // is rethrown after every thread joined (the group aborts, so no rank waits for a failed one).
+// The checked runs share one tracker over every rank's device; once all are done, the barrier's
+// completion reads the hazards and detaches the tracker, so the measured runs pay nothing for it.
+// A rank that fails drops out of the barrier instead of leaving the others waiting on it.
 void run_sim_ranks(const pipeline_setup& setup, bool json) {
   auto group = std::make_shared<collectives::sim_group>(static_cast<int>(setup.ranks));
+  std::vector<Device> devices;
+  for (std::size_t r = 0; r < setup.ranks; ++r) devices.push_back(device_for(setup.backend));
+  std::optional<hazard::tracker> shared;
+  if (setup.check) shared.emplace(std::span<const Device>(devices), hazard::policy::report);
+  hazard_summary summary;
+  std::exception_ptr summary_failure;
+  std::barrier<std::function<void()>> all_checked(static_cast<std::ptrdiff_t>(setup.ranks), [&]() noexcept {
+    try {
+      if (shared) summary = summary_of(*shared);
+    } catch (...) {
+      summary_failure = std::current_exception();
+    }
+    shared.reset();
+  });
+  hazard::tracker* const shared_tracker = shared ? &*shared : nullptr;
   std::vector<std::exception_ptr> failures(setup.ranks);
   std::vector<std::thread> threads;
   for (std::size_t r = 0; r < setup.ranks; ++r) {
     threads.emplace_back([&, r] {
+      bool arrived = false;
       try {
         collectives::sim_communicator comm(group, static_cast<int>(r));
-        run_rank(setup, device_for(setup.backend), &comm, json, r == 0);
+        run_rank(setup, devices[r], &comm, json, r == 0, rank_check{shared_tracker, &all_checked, &summary, &arrived});
       } catch (...) {
         failures[r] = std::current_exception();
+        if (!arrived) all_checked.arrive_and_drop();
       }
     });
   }
@@ -336,6 +385,7 @@ void run_sim_ranks(const pipeline_setup& setup, bool json) {
   for (const std::exception_ptr& failure : failures) {
     if (failure) std::rethrow_exception(failure);
   }
+  if (summary_failure) std::rethrow_exception(summary_failure);
 }
 
 }  // namespace

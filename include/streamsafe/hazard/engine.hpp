@@ -147,6 +147,11 @@ class engine {
 
   void event_record(event_id event, stream_id stream, op_site site);
   void stream_wait_event(stream_id stream, event_id event, op_site site);
+  /// The runtime ordered `stream` after `event` by itself, not through a wait the program made
+  /// (a collective's completion on every rank, tracker::track_collective): stream_wait_event's
+  /// ordering, with no finding (a join that adds nothing is not the program's redundant wait).
+  /// Recorded in an op log as stream_wait_event.
+  void join_event(stream_id stream, event_id event, op_site site);
   void event_sync(event_id event, op_site site);
   void stream_sync(stream_id stream, op_site site);
   void device_sync(op_site site);

@@ -40,6 +40,7 @@
 #include "streamsafe/hazard/hazard.hpp"
 #include "streamsafe/hazard/policy.hpp"
 #include "streamsafe/kernel.hpp"
+#include "streamsafe/runtime_observer.hpp"
 #include "streamsafe/source_location.hpp"
 #include "streamsafe/stream.hpp"
 
@@ -110,6 +111,17 @@ class tracked_op {
 class tracker {
  public:
   explicit tracker(const Device& device, policy mode = policy_from_environment());
+  /// One engine over several devices of this process (the ranks of a sim group, or GPUs that
+  /// read each other's memory): a stream of one device reading bytes another device's stream
+  /// wrote is checked like any access, so a peer copy the host did not order after its producer
+  /// is a race. The host is one agent, as in one process it is: a stream op is ordered after
+  /// what the host saw finish on any device before it was enqueued. A device synchronization
+  /// orders that device's streams only. Each tracked op takes the observed order of its stream's
+  /// device (a call without a stream, none), so a rank's thread never waits for another
+  /// device's calls. `report` and `off` only: throws usage_error for `enforce` (acting on one
+  /// device while another's calls wait for the engine could deadlock), for no device, or for a
+  /// device given twice.
+  explicit tracker(std::span<const Device> devices, policy mode = policy_from_environment());
   ~tracker();
   tracker(const tracker&) = delete;
   tracker& operator=(const tracker&) = delete;
@@ -159,6 +171,18 @@ class tracker {
   /// address. Takes the device's observed order: call it with none of the tracker's locks held.
   void track_mapping(const void* ptr, std::size_t bytes, mapping_change change);
 
+  /// Collective number `sequence` of `group` (an id the group's ranks share), a group of
+  /// `ranks` ranks one per device, was enqueued on `stream`: call it right after the tracked op
+  /// that stands for the collective's reads and writes of the rank's buffer, on the same stream.
+  /// A collective completes on every rank only once every rank has issued it, so when the parts
+  /// of all ranks this tracker sees have arrived (one per device of the tracker, at most
+  /// `ranks`), each part's stream is ordered after every part's stream as it was at its part.
+  /// Work a stream enqueued after its own part but before the last part arrived does not get
+  /// that ordering: this can add reports (of peer accesses in that window), never hide one. A
+  /// tracker over one device has nothing to order: the call returns at once.
+  void track_collective(StreamRef stream, std::uint64_t group, std::uint64_t sequence, std::size_t ranks,
+                        streamsafe::source_location where = streamsafe::source_location::current());
+
   struct state;
 
  private:
@@ -166,6 +190,7 @@ class tracker {
   void submit(const tracked_op& op, std::string_view op_name, const std::function<void()>& enqueue);
   policy mode_;
   std::shared_ptr<state> state_;
+  std::vector<std::shared_ptr<RuntimeObserver>> views_;  // over several devices: one per device
 };
 
 }  // namespace streamsafe::hazard

@@ -144,7 +144,7 @@ nccl_unique_id nccl_unique_id::create() {
 }
 
 nccl_communicator::nccl_communicator(const Device& device, int rank, int size, const nccl_unique_id& id)
-    : device_(device), rank_(rank), size_(size), state_(std::make_unique<detail::NcclState>(size)) {
+    : device_(device), rank_(rank), size_(size), group_id_(id.hash()), state_(std::make_unique<detail::NcclState>(size)) {
   SS_EXPECTS(device.backend() == backend_kind::cuda, "nccl_communicator: device '", device.name(),
              "' is not a cuda device");
   SS_EXPECTS(size > 0 && rank >= 0 && rank < size, "nccl_communicator: rank ", rank, " outside a group of ", size);

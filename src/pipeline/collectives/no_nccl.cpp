@@ -15,8 +15,8 @@ namespace {
 
 nccl_unique_id nccl_unique_id::create() { no_nccl(); }
 
-nccl_communicator::nccl_communicator(const Device& device, int rank, int size, const nccl_unique_id& /*id*/)
-    : device_(device), rank_(rank), size_(size) {
+nccl_communicator::nccl_communicator(const Device& device, int rank, int size, const nccl_unique_id& id)
+    : device_(device), rank_(rank), size_(size), group_id_(id.hash()) {
   no_nccl();
 }
 nccl_communicator::~nccl_communicator() = default;

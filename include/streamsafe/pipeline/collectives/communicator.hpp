@@ -32,6 +32,10 @@ class communicator {
   [[nodiscard]] virtual int size() const = 0;
   /// "sim rank 1/4", "nccl rank 0/2 (cuda:0)": for reports and errors.
   [[nodiscard]] virtual std::string name() const = 0;
+  /// The same for every rank of the group, and another for another group in the process: a
+  /// hazard tracker over several ranks' devices pairs the ranks' parts of a collective by it
+  /// (hazard::tracker::track_collective).
+  [[nodiscard]] virtual std::uint64_t group_id() const = 0;
 
   /// Starts step `step`: the order check compares the collectives issued from here on, and
   /// (nccl) checks the previous steps' exchanged sequences that have arrived. Throws

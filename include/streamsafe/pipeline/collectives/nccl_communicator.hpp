@@ -22,6 +22,12 @@ struct nccl_unique_id {
   std::array<char, 128> bytes{};
   /// ncclGetUniqueId. Throws error (naming the call and NCCL's message) on failure.
   [[nodiscard]] static nccl_unique_id create();
+  /// FNV-1a of the bytes: the same on every rank given this id.
+  [[nodiscard]] std::uint64_t hash() const noexcept {
+    std::uint64_t h = 14695981039346656037ULL;
+    for (const char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    return h;
+  }
 };
 
 /// Rank `rank` of `size` on `device` (a cuda Device). The constructor blocks until every rank
@@ -49,6 +55,7 @@ class nccl_communicator final : public communicator {
   void all_reduce(void* buffer, std::size_t count, data_type type, reduce_op op, StreamRef stream,
                   const collective_label& label) override;
   [[nodiscard]] const collective_sequence& issued() const override { return issued_; }
+  [[nodiscard]] std::uint64_t group_id() const override { return group_id_; }
   /// Exchanges the current step's sequence and blocks the host until every exchange so far
   /// has been compared (a host synchronization: for the end of a run, or a test). Throws
   /// order_mismatch on a difference.
@@ -64,6 +71,7 @@ class nccl_communicator final : public communicator {
   Device device_;
   int rank_;
   int size_;
+  std::uint64_t group_id_;
   collective_sequence issued_;
   std::unique_ptr<detail::NcclState> state_;
 };

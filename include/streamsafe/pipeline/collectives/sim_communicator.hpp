@@ -55,6 +55,7 @@ class sim_communicator final : public communicator {
   void all_reduce(void* buffer, std::size_t count, data_type type, reduce_op op, StreamRef stream,
                   const collective_label& label) override;
   [[nodiscard]] const collective_sequence& issued() const override { return issued_; }
+  [[nodiscard]] std::uint64_t group_id() const override { return reinterpret_cast<std::uintptr_t>(group_.get()); }
 
  private:
   std::shared_ptr<sim_group> group_;
