@@ -27,7 +27,9 @@ class Observers;
 /// performed the calls, and a model updated from them agrees with the runtime on what a wait
 /// captured or a sync covered. The price, only while observed: such calls on one device are
 /// serialized, and a synchronize holds up other threads' calls on that device until it
-/// returns (it only waits for work already enqueued, so this cannot deadlock). The lock is
+/// returns (it only waits for work already enqueued, so this cannot deadlock unless that work
+/// itself waits for another thread's call on the device: a collective waiting for its rank's
+/// peers does so only when each rank's device is used from that rank's threads alone). The lock is
 /// recursive: a callback may make runtime calls on the same device.
 ///
 /// Observers of a device used from several threads must be thread-safe. A callback must not

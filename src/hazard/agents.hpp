@@ -30,6 +30,7 @@ struct agent_state {
   std::string name;  // empty: unnamed
   bool destroyed = false;
   std::uint32_t allocations = 0;  // live allocations made on or recorded with this stream
+  std::uint32_t device = 0;       // engine::tag_device's number; 0: none given
 };
 
 class agent_table {

@@ -523,6 +523,22 @@ void engine::stream_sync(stream_id stream, op_site site) {
   impl_->host_joins(impl_->agents.at(impl_->agents.slot_of(stream)).clock);
 }
 
+void engine::tag_device(stream_id stream, std::uint32_t device) {
+  if (!impl_->tracking()) return;
+  impl_->agents.at(impl_->agents.slot_of(stream)).device = device;
+}
+
+void engine::device_sync(std::uint32_t device, op_site site) {
+  if (!impl_->tracking()) return;
+  for (std::uint32_t i = 1; i < impl_->agents.size(); ++i) {
+    const detail::agent_state& agent = impl_->agents.at(agent_slot{i});
+    if (agent.device != device) continue;
+    record_op(impl_->recorder, stream_only_op(op_kind::stream_sync, agent.id, impl_->labels.loc(site.label)));
+    impl_->agents.host_clock().join(agent.clock);
+  }
+  impl_->agents.host_changed();
+}
+
 void engine::stream_destroy(stream_id stream, op_site site) {
   if (!impl_->tracking()) return;
   record_op(impl_->recorder, stream_only_op(op_kind::stream_destroy, stream, impl_->labels.loc(site.label)));

@@ -26,6 +26,7 @@
 #include "streamsafe/event_pool.hpp"
 #include "streamsafe/hazard/engine.hpp"
 #include "streamsafe/hazard/report_text.hpp"
+#include "runtime/device_impl.hpp"
 #include "runtime/stream_impl.hpp"
 #include "runtime/unique_id.hpp"
 #include "streamsafe/runtime_observer.hpp"
@@ -147,8 +148,14 @@ struct tracker::state final : RuntimeObserver {
   std::function<void(const hazard&)> sink;  // null: collect
   std::vector<hazard> collected;
   std::uint64_t ops = 0;
-  // Collectives some of whose parts have arrived, by (group, sequence).
+  // Collectives some of whose parts have arrived, by (group, sequence), and how many parts of
+  // each group each device has issued (its next part's sequence).
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<collective_part>> collectives;
+  std::map<std::pair<std::uint64_t, std::uint32_t>, std::uint64_t> parts_issued;
+  /// A collective whose other parts are this many sequences behind the newest part of its group
+  /// is given up: it orders nothing (which can add reports, never hide one), and a group whose
+  /// other ranks this tracker does not see keeps at most this many.
+  static constexpr std::uint64_t collective_window = 64;
 
   [[nodiscard]] bool several_devices() const noexcept { return devices.size() > 1; }
 
@@ -210,6 +217,15 @@ struct tracker::state final : RuntimeObserver {
     if (streams.contains(id) || destroyed.contains(id)) return;
     streams.emplace(id, known_stream{stream, stream.impl().weak_from_this().lock()});
     model.name_stream(engine_id(stream), stream.name());
+    if (several_devices()) model.tag_device(engine_id(stream), device_number(stream.device()));
+  }
+
+  /// 1 + the device's place among the tracker's devices; 0 for another device.
+  [[nodiscard]] std::uint32_t device_number(const Device& device) const {
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      if (devices[i] == device) return static_cast<std::uint32_t>(i + 1);
+    }
+    return 0;
   }
 
   /// The tracker's side of a stream's end: its handle is gone, but `enforce` may still have to
@@ -369,24 +385,23 @@ struct tracker::state final : RuntimeObserver {
   void event_sync(EventRef event, std::string_view op_name) { model.event_sync(engine_id(event), site(op_name)); }
   void on_device_synchronize() override { observe([&] { model.device_sync(site("device_sync")); }); }
 
-  /// Over several devices: a device's synchronization is one with that device's streams only.
-  void device_synchronized(const Device& device) {
-    observe([&] {
-      for (const auto* known : {&streams, &retired_streams}) {
-        for (const auto& [id, stream] : *known) {
-          if (stream.ref.device() == device) model.stream_sync(engine_id(stream.ref), site("device_sync"));
-        }
-      }
-    });
-  }
+  /// Over several devices: a device's synchronization is one with that device's streams only
+  /// (destroyed ones whose work the engine still keeps included).
+  void device_synchronized(std::uint32_t device) { observe([&] { model.device_sync(device, site("device_sync")); }); }
 
-  /// A part of collective `key` arrived on `stream`. Once the parts of every rank this tracker
-  /// sees (one per device) are in, each part's stream joins every other part's arrival clock.
-  void collective(StreamRef stream, std::pair<std::uint64_t, std::uint64_t> key, std::size_t parts_expected,
-                  op_site arrived) {
+  /// A part of a collective of `group` arrived on `stream`: the k-th part a device issues in a
+  /// group meets every other device's k-th. Once the parts of `parts_expected` devices are in,
+  /// each part's stream joins every other part's arrival clock.
+  void collective(StreamRef stream, std::uint64_t group, std::size_t parts_expected, op_site arrived) {
+    const std::uint32_t device = device_number(stream.device());
+    SS_EXPECTS(device != 0, "hazard tracker: collective of group ", group, " on stream '", stream.name(), "' of ",
+               stream.device().name(), ", which is not one of the tracker's devices");
     know(stream);
+    const std::uint64_t sequence = parts_issued[{group, device}]++;
+    give_up_collectives_before(group, sequence);
     const event_id arrival{static_cast<std::uint64_t>(detail::next_unique_id<streamsafe::event_id>())};
     model.event_record(arrival, engine_id(stream), arrived);
+    const std::pair key{group, sequence};
     std::vector<collective_part>& parts = collectives[key];
     parts.push_back({engine_id(stream), arrival});
     if (parts.size() < parts_expected) return;
@@ -396,8 +411,22 @@ struct tracker::state final : RuntimeObserver {
         if (other.arrival != waiter.arrival) model.join_event(waiter.stream, other.arrival, completed);
       }
     }
-    for (const collective_part& part : parts) model.event_destroy(part.arrival, completed);
-    collectives.erase(key);
+    forget_collective(collectives.find(key), completed);
+  }
+
+  void give_up_collectives_before(std::uint64_t group, std::uint64_t sequence) {
+    if (sequence < collective_window) return;
+    const op_site given_up = site("collective_given_up");
+    auto it = collectives.lower_bound({group, 0});
+    while (it != collectives.end() && it->first.first == group && it->first.second <= sequence - collective_window) {
+      it = forget_collective(it, given_up);
+    }
+  }
+
+  template <typename Iterator>
+  Iterator forget_collective(Iterator it, op_site site_of_end) {
+    for (const collective_part& part : it->second) model.event_destroy(part.arrival, site_of_end);
+    return collectives.erase(it);
   }
 };
 
@@ -407,7 +436,7 @@ namespace {
 /// that a device synchronization names its device.
 class device_view final : public RuntimeObserver {
  public:
-  device_view(std::shared_ptr<tracker::state> owner, Device device) : owner_(std::move(owner)), device_(std::move(device)) {}
+  device_view(std::shared_ptr<tracker::state> owner, std::uint32_t device) : owner_(std::move(owner)), device_(device) {}
   void on_stream_created(StreamRef stream) override { owner_->on_stream_created(stream); }
   void on_stream_destroyed(streamsafe::stream_id id) override { owner_->on_stream_destroyed(id); }
   void on_event_destroyed(streamsafe::event_id id) override { owner_->on_event_destroyed(id); }
@@ -421,7 +450,7 @@ class device_view final : public RuntimeObserver {
 
  private:
   std::shared_ptr<tracker::state> owner_;
-  Device device_;
+  std::uint32_t device_;  // its number in the tracker (1 + its place)
 };
 
 std::vector<Device> checked_devices(std::span<const Device> devices, policy mode) {
@@ -429,6 +458,13 @@ std::vector<Device> checked_devices(std::span<const Device> devices, policy mode
   for (std::size_t i = 0; i < devices.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       SS_EXPECTS(!(devices[i] == devices[j]), "hazard tracker: device ", devices[i].name(), " is given twice");
+    }
+  }
+  for (const Device& device : devices) {
+    if (devices.size() > 1 && device.impl().runs_work_on_callers()) {
+      throw usage_error("hazard tracker: a tracker over several devices needs threaded sim devices, and " + device.name() +
+                        " is not: deterministic sim runs a rank's queued collective on the thread that waits, "
+                        "which may hold the engine's lock the other ranks need to issue theirs");
     }
   }
   if (devices.size() > 1 && mode == policy::enforce) {
@@ -450,9 +486,9 @@ tracker::tracker(std::span<const Device> devices, policy mode)
     attach_observer(state_->devices.front(), state_);
     return;
   }
-  for (const Device& device : state_->devices) {
-    views_.push_back(std::make_shared<device_view>(state_, device));
-    attach_observer(device, views_.back());
+  for (std::size_t i = 0; i < state_->devices.size(); ++i) {
+    views_.push_back(std::make_shared<device_view>(state_, static_cast<std::uint32_t>(i + 1)));
+    attach_observer(state_->devices[i], views_.back());
   }
 }
 
@@ -570,14 +606,14 @@ void tracker::track_mapping(const void* ptr, std::size_t bytes, mapping_change c
   }
 }
 
-void tracker::track_collective(StreamRef stream, std::uint64_t group, std::uint64_t sequence, std::size_t ranks,
+void tracker::track_collective(StreamRef stream, std::uint64_t group, std::size_t ranks,
                                streamsafe::source_location where) {
   SS_EXPECTS(ranks >= 1, "hazard tracker: a collective of group ", group, " needs at least one rank");
   const std::size_t parts_expected = std::min(ranks, state_->devices.size());
   if (mode_ == policy::off || parts_expected < 2) return;  // no other part here to order against
   const auto order = state_->order_for(&stream);
   std::lock_guard lock(state_->mutex);
-  state_->collective(stream, {group, sequence}, parts_expected, state_->site("collective", where));
+  state_->collective(stream, group, parts_expected, state_->site("collective", where));
 }
 
 void tracker::submit(const tracked_op& op, std::string_view op_name, const std::function<void()>& enqueue) {

@@ -430,10 +430,8 @@ void run_session::all_reduce(std::size_t stage, std::size_t slot, std::size_t ba
     // it on the same stream stands for its read and write, so the engine checks them in order.
     const kernel marker{.name = "all_reduce '" + label.name + "'", .cuda = [](native_stream) {}, .sim = [] {}};
     owner_.hazards->on(stream).reads(bytes.data(), bytes.size()).writes(bytes.data(), bytes.size()).launch(marker);
-    owner_.hazards->track_collective(stream, comm.group_id(), collectives_issued_,
-                                     static_cast<std::size_t>(comm.size()));
+    owner_.hazards->track_collective(stream, comm.group_id(), static_cast<std::size_t>(comm.size()));
   }
-  ++collectives_issued_;
   comm.all_reduce(bytes.data(), bytes.size() / sizeof(float), collectives::data_type::float32, collectives::reduce_op::sum,
                   stream, label);
 }

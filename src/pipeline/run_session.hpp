@@ -116,7 +116,6 @@ class run_session {
   std::atomic<std::uint64_t> fence_waits_{0};
   std::atomic<std::uint64_t> fence_waits_blocked_{0};
   std::uint64_t requested_syncs_ = 0;
-  std::uint64_t collectives_issued_ = 0;  // every rank's session issues the same ones, in order
   bool initializing_ = false;
   std::vector<PooledEvent> initialized_;         // [stage]: recorded after its initialize
   std::vector<std::vector<bool>> init_seen_;     // [stage][writer]: waited for its initialize

@@ -48,6 +48,9 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   virtual void free_pinned(void* ptr) = 0;
   [[nodiscard]] virtual memory_info memory() = 0;
   virtual void synchronize() = 0;
+  /// Whether work queued on the device's streams runs on the host threads that call into it
+  /// (the deterministic sim scheduler), rather than on the device or its own workers.
+  [[nodiscard]] virtual bool runs_work_on_callers() const { return false; }
 
   /// The pool behind StreamRef::wait(StreamRef); created on first use.
   [[nodiscard]] EventPoolState& internal_event_pool();

@@ -294,12 +294,28 @@ demo::training_config config_of(const pipeline_setup& setup) {
   return config;
 }
 
+// Once every rank's checked run is done: reads the shared tracker's hazards and detaches it, so
+// the measured runs pay nothing for it.
+struct summarize_checks {
+  std::optional<hazard::tracker>* shared;
+  hazard_summary* summary;
+  std::exception_ptr* failure;
+  void operator()() noexcept {
+    try {
+      if (*shared) *summary = summary_of(**shared);
+    } catch (...) {
+      *failure = std::current_exception();
+    }
+    shared->reset();
+  }
+};
+
 // Where a rank's checked run goes: with several ranks, one tracker over every rank's device (so
 // the ranks' collectives order their streams and an access to another rank's bytes is checked),
 // and a barrier whose completion reads the hazards once every rank's checked run is done.
 struct rank_check {
   hazard::tracker* shared = nullptr;
-  std::barrier<std::function<void()>>* all_checked = nullptr;
+  std::barrier<summarize_checks>* all_checked = nullptr;
   const hazard_summary* summary = nullptr;  // set by the barrier's completion
   bool* arrived = nullptr;                   // the rank's own: it reached the barrier
 };
@@ -347,9 +363,9 @@ void run_rank(const pipeline_setup& setup, const Device& device, collectives::co
 
 // --ranks N on sim: a sim device, a communicator and a host thread per rank; the first failure
 // is rethrown after every thread joined (the group aborts, so no rank waits for a failed one).
-// The checked runs share one tracker over every rank's device; once all are done, the barrier's
-// completion reads the hazards and detaches the tracker, so the measured runs pay nothing for it.
-// A rank that fails drops out of the barrier instead of leaving the others waiting on it.
+// The checked runs share one tracker over every rank's device (threaded sim devices, as the
+// tracker requires); a rank that fails drops out of the barrier instead of leaving the others
+// waiting on it.
 void run_sim_ranks(const pipeline_setup& setup, bool json) {
   auto group = std::make_shared<collectives::sim_group>(static_cast<int>(setup.ranks));
   std::vector<Device> devices;
@@ -358,14 +374,7 @@ void run_sim_ranks(const pipeline_setup& setup, bool json) {
   if (setup.check) shared.emplace(std::span<const Device>(devices), hazard::policy::report);
   hazard_summary summary;
   std::exception_ptr summary_failure;
-  std::barrier<std::function<void()>> all_checked(static_cast<std::ptrdiff_t>(setup.ranks), [&]() noexcept {
-    try {
-      if (shared) summary = summary_of(*shared);
-    } catch (...) {
-      summary_failure = std::current_exception();
-    }
-    shared.reset();
-  });
+  std::barrier all_checked(static_cast<std::ptrdiff_t>(setup.ranks), summarize_checks{&shared, &summary, &summary_failure});
   hazard::tracker* const shared_tracker = shared ? &*shared : nullptr;
   std::vector<std::exception_ptr> failures(setup.ranks);
   std::vector<std::thread> threads;

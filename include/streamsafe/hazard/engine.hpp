@@ -155,6 +155,14 @@ class engine {
   void event_sync(event_id event, op_site site);
   void stream_sync(stream_id stream, op_site site);
   void device_sync(op_site site);
+  /// For an engine over several devices: `stream` belongs to device `device` (a number above 0
+  /// the integration chooses), for device_sync(device) below. A slot recycled for a new stream
+  /// forgets the tag.
+  void tag_device(stream_id stream, std::uint32_t device);
+  /// The host waited for every stream tagged `device`, destroyed ones whose slots are still
+  /// kept included; streams of other devices are not ordered. Recorded in an op log as a
+  /// stream_sync per such stream (a replay knows a destroyed one's id as a new stream).
+  void device_sync(std::uint32_t device, op_site site);
 
   /// The stream is gone (cudaStreamDestroy); its pending work still counts. A later op naming its
   /// id is a new stream (a native handle may be reused), so a runtime integration tells this

@@ -24,6 +24,8 @@
 // the engine holds no more than the runtime did: insertions carried out stay, the op does not.
 // Thread-safe: calls from several host threads are serialized by the device's observed order,
 // then an internal lock; while a tracker is attached, so are the device's observed calls.
+// Several devices (the span constructor): each call takes only its stream's device's order (a
+// call without a stream, none), then the one lock; see that constructor for what changes.
 #pragma once
 
 #include <array>
@@ -114,12 +116,16 @@ class tracker {
   /// One engine over several devices of this process (the ranks of a sim group, or GPUs that
   /// read each other's memory): a stream of one device reading bytes another device's stream
   /// wrote is checked like any access, so a peer copy the host did not order after its producer
-  /// is a race. The host is one agent, as in one process it is: a stream op is ordered after
-  /// what the host saw finish on any device before it was enqueued. A device synchronization
-  /// orders that device's streams only. Each tracked op takes the observed order of its stream's
-  /// device (a call without a stream, none), so a rank's thread never waits for another
-  /// device's calls. `report` and `off` only: throws usage_error for `enforce` (acting on one
-  /// device while another's calls wait for the engine could deadlock), for no device, or for a
+  /// is a race. The host is one agent: a stream op is ordered after whatever any thread's
+  /// synchronization saw finish before it was enqueued, so a race between two ranks' host
+  /// threads that happen to run in that order is not seen (the report depends on the threads'
+  /// timing). A device synchronization orders that device's streams only. Each tracked op takes
+  /// the observed order of its stream's device, and a call without a stream (host accesses,
+  /// frees, mappings) takes none, so a rank's thread never waits for another device's calls.
+  /// `report` and `off` only. Throws usage_error for `enforce` (also when it comes from
+  /// STREAMSAFE_HAZARDS: acting on one device while another's calls wait for the engine could
+  /// deadlock), for a deterministic sim device (it runs a rank's queued collective on the thread
+  /// that waits, which may hold the engine's lock the other ranks need), for no device, or for a
   /// device given twice.
   explicit tracker(std::span<const Device> devices, policy mode = policy_from_environment());
   ~tracker();
@@ -171,16 +177,20 @@ class tracker {
   /// address. Takes the device's observed order: call it with none of the tracker's locks held.
   void track_mapping(const void* ptr, std::size_t bytes, mapping_change change);
 
-  /// Collective number `sequence` of `group` (an id the group's ranks share), a group of
+  /// A collective of `group` (an id the group's ranks share, communicator::group_id), a group of
   /// `ranks` ranks one per device, was enqueued on `stream`: call it right after the tracked op
   /// that stands for the collective's reads and writes of the rank's buffer, on the same stream.
-  /// A collective completes on every rank only once every rank has issued it, so when the parts
-  /// of all ranks this tracker sees have arrived (one per device of the tracker, at most
-  /// `ranks`), each part's stream is ordered after every part's stream as it was at its part.
-  /// Work a stream enqueued after its own part but before the last part arrived does not get
-  /// that ordering: this can add reports (of peer accesses in that window), never hide one. A
-  /// tracker over one device has nothing to order: the call returns at once.
-  void track_collective(StreamRef stream, std::uint64_t group, std::uint64_t sequence, std::size_t ranks,
+  /// The k-th collective a device issues in a group meets every other device's k-th (every
+  /// rank issues a group's collectives in the same order). A collective completes on every rank
+  /// only once every rank has issued it, so when the parts of min(`ranks`, the tracker's
+  /// devices) devices have arrived, each part's stream is ordered after every part's stream as
+  /// it was at its part. Work a stream enqueued after its own part but before the last part
+  /// arrived does not get that ordering, and a collective whose other parts are 64 collectives
+  /// of the group behind the newest part is given up and orders nothing (a group whose other
+  /// ranks this tracker does not see keeps no more): both can add reports, never hide one. A
+  /// tracker over one device has nothing to order: the call returns at once. Throws
+  /// usage_error for `ranks` 0 or, over several devices, a stream of a device not among them.
+  void track_collective(StreamRef stream, std::uint64_t group, std::size_t ranks,
                         streamsafe::source_location where = streamsafe::source_location::current());
 
   struct state;

@@ -1,5 +1,6 @@
 #include "streamsafe/pipeline/collectives/sim_communicator.hpp"
 
+#include <atomic>
 #include <utility>
 
 #include "common/expects.hpp"
@@ -9,8 +10,15 @@
 
 namespace streamsafe::collectives {
 
+namespace {
+std::uint64_t next_group_id() noexcept {
+  static std::atomic<std::uint64_t> groups{0};
+  return groups.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+}  // namespace
+
 sim_group::sim_group(int size, sim_group_options options)
-    : rendezvous_(std::make_shared<detail::SimRendezvous>(size, options.timeout)) {
+    : rendezvous_(std::make_shared<detail::SimRendezvous>(size, options.timeout)), id_(next_group_id()) {
   SS_EXPECTS(size > 0, "sim_group: size ", size, " is not positive");
 }
 

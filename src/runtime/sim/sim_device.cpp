@@ -161,6 +161,7 @@ class SimDevice final : public DeviceImpl {
   void free_pinned(void* ptr) override;
   memory_info memory() override { return {arena_.capacity() - arena_.used(), arena_.capacity()}; }
   void synchronize() override { scheduler_->wait_all(); }
+  bool runs_work_on_callers() const override { return options_.mode == sim_mode::deterministic; }
 
  private:
   static std::string describe(const sim_options& options) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -32,9 +33,12 @@ class sim_group {
   /// Empty until a collective failed; then the first failure's text.
   [[nodiscard]] std::string abort_reason() const;
   [[nodiscard]] detail::SimRendezvous& rendezvous() const { return *rendezvous_; }
+  /// Unique among the process's groups, never reused (communicator::group_id).
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
 
  private:
   std::shared_ptr<detail::SimRendezvous> rendezvous_;
+  std::uint64_t id_;
 };
 
 /// Rank `rank` of `group`. Its collectives run on sim streams only (usage_error otherwise).
@@ -55,7 +59,7 @@ class sim_communicator final : public communicator {
   void all_reduce(void* buffer, std::size_t count, data_type type, reduce_op op, StreamRef stream,
                   const collective_label& label) override;
   [[nodiscard]] const collective_sequence& issued() const override { return issued_; }
-  [[nodiscard]] std::uint64_t group_id() const override { return reinterpret_cast<std::uintptr_t>(group_.get()); }
+  [[nodiscard]] std::uint64_t group_id() const override { return group_->id(); }
 
  private:
   std::shared_ptr<sim_group> group_;
