@@ -189,6 +189,23 @@ mutation_in pipeline_sync_test:*TheStepReadsTheSums* pipeline-step-skips-reduce 
 mutation_in pipeline_sync_test:*TheFirstBucketIsReduced* pipeline-sync-waits-for-all-of-backward src/pipeline/collectives/sync_stage.cpp \
   'ctx.all_reduce(*sync.comm, signals[b.id], ' 'ctx.all_reduce(*sync.comm, signals.back(), '
 
+# One hazard tracker over several sim ranks' devices (tests/collectives/collective_hazards_test.cpp):
+# a gated producer on rank 0, a peer read on rank 1; each edit drops or widens one ordering.
+tracker=src/hazard/tracker.cpp
+ranks=collectives_hazards_test
+mutation_in $ranks:*AnAllReduceOrders* tracker-collective-never-joins "$tracker" \
+  '        if (other.arrival != waiter.arrival) model.join_event(waiter.stream, other.arrival, completed);' ''
+mutation_in $ranks:*WorkARankIssuesAfter* tracker-collective-joins-clocks-at-last-part "$tracker" \
+  $'    const op_site completed = site("collective_complete");\n' \
+  $'    const op_site completed = site("collective_complete");\n    for (const collective_part& part : parts) model.event_record(part.arrival, part.stream, completed);\n'
+mutation_in $ranks:*SynchronizingTheReadersDevice* tracker-device-sync-orders-every-device "$tracker" \
+  '  void on_device_synchronize() override { owner_->device_synchronized(device_); }' \
+  '  void on_device_synchronize() override { owner_->on_device_synchronize(); }'
+mutation_in $ranks:*DestroyedStreams* engine-device-sync-skips-destroyed-streams src/hazard/engine.cpp \
+  '    if (agent.device != device) continue;' '    if (agent.device != device || agent.destroyed) continue;'
+mutation_in $ranks:*NeverArrives* tracker-keeps-every-unfinished-collective "$tracker" \
+  $'    give_up_collectives_before(group, sequence);\n' ''
+
 selected=()
 is_selected() {
   [ ${#selected[@]} -eq 0 ] && return 0
