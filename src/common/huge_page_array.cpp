@@ -13,7 +13,7 @@ namespace {
 constexpr std::size_t huge_page = reserved_pages::alignment;
 }
 
-reserved_pages::reserved_pages(std::size_t bytes, bool huge) {
+reserved_pages::reserved_pages(std::size_t bytes) {
   // Over-reserve by one huge page so an aligned start exists inside, then give back the rest:
   // the kernel backs a range with huge pages only where they fit aligned.
   const std::size_t rounded = (bytes + huge_page - 1) / huge_page * huge_page;
@@ -29,7 +29,7 @@ reserved_pages::reserved_pages(std::size_t bytes, bool huge) {
   bytes_ = rounded;
   wanted_.store(rounded, std::memory_order_relaxed);
   // Advice only: where the kernel gives no huge pages, the array works in small ones.
-  (void)madvise(base_, bytes_, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  (void)madvise(base_, bytes_, MADV_HUGEPAGE);
 }
 
 void reserved_pages::discard_from(std::size_t offset) noexcept {

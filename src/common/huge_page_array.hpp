@@ -18,11 +18,10 @@ namespace streamsafe::detail {
 /// (the array, or a helper still faulting pages in).
 class reserved_pages {
  public:
-  /// Throws std::bad_alloc when the address space cannot be had. `huge`: advised for huge pages
-  /// (fewer TLB misses on a long-lived log), else advised against them (a huge page can cost
-  /// milliseconds to find where memory is fragmented, so memory that lives briefly is better in
-  /// small ones).
-  explicit reserved_pages(std::size_t bytes, bool huge = true);
+  /// Throws std::bad_alloc when the address space cannot be had. Advised for huge pages: one
+  /// fault backs 2 MiB (a fresh small page costs microseconds to fault in a virtual machine),
+  /// and a long-lived log takes fewer TLB misses.
+  explicit reserved_pages(std::size_t bytes);
   ~reserved_pages();
   reserved_pages(const reserved_pages&) = delete;
   reserved_pages& operator=(const reserved_pages&) = delete;

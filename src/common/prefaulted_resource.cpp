@@ -20,8 +20,10 @@ void prefaulted_resource::prepare(std::size_t bytes) noexcept {
   try {
     // Room to retire the region without allocating: release() cannot fail.
     retiring_.reserve(retiring_.size() + 1);
-    // Small pages: finding huge ones can cost milliseconds each where memory is fragmented.
-    current_.pages = std::make_shared<reserved_pages>(bytes, /*huge=*/false);
+    // Huge pages: a burst over small fresh ones spent most of a switch in page faults, even
+    // prepared, as the burst comes soon after the proposal and meets pages the helper has not
+    // reached (docs/allocator.md, "The switch's memory").
+    current_.pages = std::make_shared<reserved_pages>(bytes);
   } catch (const std::bad_alloc&) {
     return;  // allocations come from the heap, as unprepared
   }
