@@ -332,6 +332,7 @@ void iteration_plan::prepare_switch(std::uint64_t length) noexcept {
 }
 
 void iteration_plan::release_switch_memory() noexcept {
+  planning_kept_.reset();  // its planner's memory is the scratch's
   switch_scratch_.release();
   block_memory_.release();
 }
@@ -357,7 +358,8 @@ void iteration_plan::activate(repeating_period period) {
     phase_.store(phase::active, std::memory_order_release);
     return;
   }
-  planned_blocks blocks = blocks_of(period);
+  const std::unique_ptr<period_planning> planning = planning_for(period);
+  planned_blocks& blocks = planning->blocks;
   std::vector<cyclic_lifetime>& lifetimes = blocks.lifetimes;
   std::vector<std::uintptr_t>& addresses = blocks.addresses;
   std::vector<std::size_t>& block_at = blocks.block_at;
@@ -368,7 +370,7 @@ void iteration_plan::activate(repeating_period period) {
   if (has_arena()) release_arena();
   const std::uint64_t length = period.requests.size();
   std::vector<std::size_t> offsets;
-  std::optional<offset_planner> planner;  // built once, for every plan of the period tried below
+  std::optional<offset_planner>& planner = planning->planner;  // built once, for every plan tried below
   const bool pools_settled = period.device_calls == 0 && !period.unconfirmed;
   // A period the pools served without a device call is held where they placed it, when that is
   // in the memory they lend now: nothing to plan.
@@ -458,6 +460,20 @@ iteration_plan::planned_blocks iteration_plan::blocks_of(const repeating_period&
   return out;
 }
 
+std::unique_ptr<iteration_plan::period_planning> iteration_plan::planning_for(const repeating_period& period) {
+  planned_blocks blocks = blocks_of(period);
+  std::unique_ptr<period_planning> kept = std::move(planning_kept_);
+  if (kept && kept->blocks.block_at.size() == blocks.block_at.size() && kept->blocks.lifetimes == blocks.lifetimes) {
+    // The planner reads the kept lifetimes (the same): only where the blocks lay is new.
+    kept->blocks.addresses = std::move(blocks.addresses);
+    kept->blocks.block_at = std::move(blocks.block_at);
+    return kept;
+  }
+  auto fresh = std::make_unique<period_planning>();
+  fresh->blocks = std::move(blocks);
+  return fresh;
+}
+
 bool iteration_plan::serve_unconfirmed(const repeating_period& period) {
   if (host_.host_syncs() == syncs_at_log_start_) return false;  // pools that only grew hold still
   try {
@@ -481,17 +497,21 @@ bool iteration_plan::fits_no_free_memory(const repeating_period& period) {
   std::sort(runs.begin(), runs.end(), std::greater<>());  // as the pools lend them
   std::vector<std::size_t> ends(runs.size());
   std::partial_sum(runs.begin(), runs.end(), ends.begin());
-  // The planner's temporaries in the switch's prepared memory: all given back before the
-  // switch, which then finds the same pages.
-  const std::vector<cyclic_lifetime> lifetimes = blocks_of(period).lifetimes;
+  // The planner's temporaries in the switch's prepared memory, kept for the switch, which
+  // plans this period now or, confirmed, the same lifetimes a period later (planning_kept_).
+  auto planning = std::make_unique<period_planning>();
+  planning->blocks = blocks_of(period);
+  const std::vector<cyclic_lifetime>& lifetimes = planning->blocks.lifetimes;
   // Held in their memory, a plan keeps reserved within the slack above live: a footprint beyond
   // that, or beyond what they hold, cannot be held there at the confirmed cut either (the
   // blocks served so far count in both live and the period's peak: a slightly wider slack).
   // Placing stops once the footprint is past it.
   const std::size_t peak = peak_live_bytes(lifetimes, period.requests.size(), &switch_scratch_);
   const std::size_t room = std::min(ends.back(), peak + host_.slack_beside(peak));
-  const offset_planner planner(lifetimes, period.requests.size(), &switch_scratch_);
-  return planner.plan(ends, room).footprint > room;
+  const bool needs_arena =
+      planned(planning->planner, lifetimes, period.requests.size()).plan(ends, room).footprint > room;
+  planning_kept_ = std::move(planning);
+  return needs_arena;
 }
 
 std::vector<std::size_t> iteration_plan::free_runs(const repeating_period& period) {

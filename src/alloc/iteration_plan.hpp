@@ -260,6 +260,16 @@ class iteration_plan {
     std::vector<std::size_t> block_at;      // for each request: its block, or unplanned
   };
   [[nodiscard]] static planned_blocks blocks_of(const repeating_period& period);
+  /// A period's blocks and their planner, built once: the planner the decision whether to serve
+  /// an unconfirmed period at once built serves the switch to that period, or to the confirmed
+  /// one when its lifetimes are the same.
+  struct period_planning {
+    planned_blocks blocks;
+    std::optional<offset_planner> planner;  // built for blocks.lifetimes when first needed
+  };
+  /// `period`'s blocks, with the planner kept (planning_kept_) when it was built for the same
+  /// lifetimes.
+  [[nodiscard]] std::unique_ptr<period_planning> planning_for(const repeating_period& period);
   /// Whether an unconfirmed period is served at once: when the pools moved memory while the
   /// log was kept (they will again in every turn waited) and the period fits in no free memory
   /// of theirs within the slack (so it needs an arena of its own whenever it starts).
@@ -415,6 +425,9 @@ class iteration_plan {
   // (tens of megabytes on a long period, whose page faults were a large share of the switch).
   prefaulted_resource switch_scratch_;
   prefaulted_resource block_memory_;  // outlives blocks_, which keeps its storage there
+  // The serve decision's planning of an unconfirmed period, for the switch; its planner's
+  // memory is in switch_scratch_, so it goes when that does.
+  std::unique_ptr<period_planning> planning_kept_;
   std::uint64_t scratch_for_ = 0;
   std::uint64_t next_prepare_at_ = 0;  // no preparation before this request
   plan_book book_;
