@@ -195,6 +195,7 @@ iteration_plan::served iteration_plan::allocate(std::size_t rounded, std::size_t
 bool iteration_plan::begin_with(const request& next) {
   if (!found_) return false;
   repeating_period period = std::move(*found_);
+  std::unique_ptr<period_planning> planning = std::move(found_planning_);
   found_.reset();
   if (period.requests[(sequence_ + 1 - period.first_sequence) % period.requests.size()] != next) {
     if (!period.unconfirmed) detector_.reject();  // an unconfirmed one: the detector judges it as it comes
@@ -202,7 +203,7 @@ bool iteration_plan::begin_with(const request& next) {
   }
   detector_.drop_period();
   calls_at_activation_ = workload_calls();
-  activate(std::move(period));  // the log pauses: resume_recording may go on with it
+  activate(std::move(period), std::move(planning));  // the log pauses: resume_recording may go on with it
   return true;
 }
 
@@ -238,6 +239,7 @@ void iteration_plan::look_for_period() {
 void iteration_plan::restart_recording() {
   detector_.restart();
   found_.reset();
+  found_planning_.reset();
   phase_.store(phase::recording, std::memory_order_release);
 }
 
@@ -268,6 +270,7 @@ void iteration_plan::resume_recording() {
     if (detector_.take_period()) detector_.drop_period();  // it would begin with a request already served
   }
   found_.reset();
+  found_planning_.reset();
   phase_.store(phase::recording, std::memory_order_release);
 }
 
@@ -300,8 +303,10 @@ void iteration_plan::after_period_found() {
   if (std::optional<repeating_period> unconfirmed = detector_.take_unconfirmed_period()) {
     // Served at once only when waiting could not save the arena's calls (serve_unconfirmed):
     // else the period is confirmed first, and the pools may still hold it.
-    if (unused() && serve_unconfirmed(*unconfirmed)) {
+    std::unique_ptr<period_planning> planning;
+    if (unused() && serve_unconfirmed(*unconfirmed, planning)) {
       found_ = std::move(unconfirmed);
+      found_planning_ = std::move(planning);
       return;
     }
   }
@@ -312,6 +317,7 @@ void iteration_plan::after_period_found() {
     return;
   }
   found_ = std::move(period);
+  found_planning_.reset();
 }
 
 void iteration_plan::prepare_switch(std::uint64_t length) noexcept {
@@ -332,7 +338,7 @@ void iteration_plan::prepare_switch(std::uint64_t length) noexcept {
 }
 
 void iteration_plan::release_switch_memory() noexcept {
-  planning_kept_.reset();  // its planner's memory is the scratch's
+  found_planning_.reset();  // its planner's memory is the scratch's
   switch_scratch_.release();
   block_memory_.release();
 }
@@ -342,7 +348,7 @@ bool iteration_plan::same_plan(const repeating_period& period) const {
   return has_arena() && !blocks_.empty() && period.requests == book_.requests && period.lifetimes == book_.lifetimes;
 }
 
-void iteration_plan::activate(repeating_period period) {
+void iteration_plan::activate(repeating_period period, std::unique_ptr<period_planning> planning) {
   // The planner's temporaries live in the scratch until the switch is over.
   struct scratch_released {
     iteration_plan& plan;
@@ -358,7 +364,10 @@ void iteration_plan::activate(repeating_period period) {
     phase_.store(phase::active, std::memory_order_release);
     return;
   }
-  const std::unique_ptr<period_planning> planning = planning_for(period);
+  if (!planning) {
+    planning = std::make_unique<period_planning>();
+    planning->blocks = blocks_of(period);
+  }
   planned_blocks& blocks = planning->blocks;
   std::vector<cyclic_lifetime>& lifetimes = blocks.lifetimes;
   std::vector<std::uintptr_t>& addresses = blocks.addresses;
@@ -460,30 +469,17 @@ iteration_plan::planned_blocks iteration_plan::blocks_of(const repeating_period&
   return out;
 }
 
-std::unique_ptr<iteration_plan::period_planning> iteration_plan::planning_for(const repeating_period& period) {
-  planned_blocks blocks = blocks_of(period);
-  std::unique_ptr<period_planning> kept = std::move(planning_kept_);
-  if (kept && kept->blocks.block_at.size() == blocks.block_at.size() && kept->blocks.lifetimes == blocks.lifetimes) {
-    // The planner reads the kept lifetimes (the same): only where the blocks lay is new.
-    kept->blocks.addresses = std::move(blocks.addresses);
-    kept->blocks.block_at = std::move(blocks.block_at);
-    return kept;
-  }
-  auto fresh = std::make_unique<period_planning>();
-  fresh->blocks = std::move(blocks);
-  return fresh;
-}
-
-bool iteration_plan::serve_unconfirmed(const repeating_period& period) {
+bool iteration_plan::serve_unconfirmed(const repeating_period& period, std::unique_ptr<period_planning>& planning) {
   if (host_.host_syncs() == syncs_at_log_start_) return false;  // pools that only grew hold still
   try {
-    return fits_no_free_memory(period);
+    return fits_no_free_memory(period, planning);
   } catch (const std::bad_alloc&) {
+    planning.reset();
     return false;  // out of host memory (on a free that took effect): the period waits to be confirmed
   }
 }
 
-bool iteration_plan::fits_no_free_memory(const repeating_period& period) {
+bool iteration_plan::fits_no_free_memory(const repeating_period& period, std::unique_ptr<period_planning>& planning) {
   // A period that fits in no free memory of the pools (the bytes of the blocks it served
   // already counted free) can neither be held where the pools placed it nor planned in their
   // memory: it needs an arena of its own, and each turn waited would only move memory. Its
@@ -497,9 +493,9 @@ bool iteration_plan::fits_no_free_memory(const repeating_period& period) {
   std::sort(runs.begin(), runs.end(), std::greater<>());  // as the pools lend them
   std::vector<std::size_t> ends(runs.size());
   std::partial_sum(runs.begin(), runs.end(), ends.begin());
-  // The planner's temporaries in the switch's prepared memory, kept for the switch, which
-  // plans this period now or, confirmed, the same lifetimes a period later (planning_kept_).
-  auto planning = std::make_unique<period_planning>();
+  // The planner's temporaries in the switch's prepared memory; when the period is served, the
+  // switch that follows plans it with the same planner (found_planning_).
+  planning = std::make_unique<period_planning>();
   planning->blocks = blocks_of(period);
   const std::vector<cyclic_lifetime>& lifetimes = planning->blocks.lifetimes;
   // Held in their memory, a plan keeps reserved within the slack above live: a footprint beyond
@@ -510,7 +506,7 @@ bool iteration_plan::fits_no_free_memory(const repeating_period& period) {
   const std::size_t room = std::min(ends.back(), peak + host_.slack_beside(peak));
   const bool needs_arena =
       planned(planning->planner, lifetimes, period.requests.size()).plan(ends, room).footprint > room;
-  planning_kept_ = std::move(planning);
+  if (!needs_arena) planning.reset();
   return needs_arena;
 }
 

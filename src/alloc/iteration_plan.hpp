@@ -193,6 +193,18 @@ class iteration_plan {
   static constexpr std::size_t max_ranges = 64;
   static constexpr int max_job_attempts = 3;
   static constexpr std::size_t unplanned = ~std::size_t{0};
+  /// The blocks a period plans (its allocations with a lifetime), in request order.
+  struct planned_blocks {
+    std::vector<cyclic_lifetime> lifetimes;
+    std::vector<std::uintptr_t> addresses;  // where the pools placed each block last period
+    std::vector<std::size_t> block_at;      // for each request: its block, or unplanned
+  };
+  /// A period's blocks and their planner, built once: the planner the decision to serve an
+  /// unconfirmed period at once built serves the switch that follows it.
+  struct period_planning {
+    planned_blocks blocks;
+    std::optional<offset_planner> planner;  // built for blocks.lifetimes when first needed
+  };
 
   served log_alloc(std::size_t rounded, StreamImpl& stream);
   void log_free(std::uint64_t allocated_at, std::uintptr_t address);
@@ -209,7 +221,9 @@ class iteration_plan {
   /// With a period found: whether `next` (the request about to be numbered) is its first; if
   /// so the plan starts (or the pools settle), else the period is rejected.
   [[nodiscard]] bool begin_with(const request& next);
-  void activate(repeating_period period);
+  /// Starts the plan of `period`; `planning`, when given, was made for this period (its serve
+  /// decision's), else the blocks are found and the planner built here.
+  void activate(repeating_period period, std::unique_ptr<period_planning> planning = nullptr);
   /// While a job plans the period: `next`, the request about to be numbered, is the period's
   /// (the pools serve it, or, at the start of a period with the job done, the plan does) or it
   /// is not (the job is given up, and the period recorded again).
@@ -253,30 +267,15 @@ class iteration_plan {
   /// Where the plan placed the block allocated by request `allocated_at` (0: not a block of it).
   [[nodiscard]] std::uintptr_t planned_address(std::uint64_t allocated_at) const;
   [[nodiscard]] bool same_plan(const repeating_period& period) const;
-  /// The blocks a period plans (its allocations with a lifetime), in request order.
-  struct planned_blocks {
-    std::vector<cyclic_lifetime> lifetimes;
-    std::vector<std::uintptr_t> addresses;  // where the pools placed each block last period
-    std::vector<std::size_t> block_at;      // for each request: its block, or unplanned
-  };
   [[nodiscard]] static planned_blocks blocks_of(const repeating_period& period);
-  /// A period's blocks and their planner, built once: the planner the decision whether to serve
-  /// an unconfirmed period at once built serves the switch to that period, or to the confirmed
-  /// one when its lifetimes are the same.
-  struct period_planning {
-    planned_blocks blocks;
-    std::optional<offset_planner> planner;  // built for blocks.lifetimes when first needed
-  };
-  /// `period`'s blocks, with the planner kept (planning_kept_) when it was built for the same
-  /// lifetimes.
-  [[nodiscard]] std::unique_ptr<period_planning> planning_for(const repeating_period& period);
   /// Whether an unconfirmed period is served at once: when the pools moved memory while the
   /// log was kept (they will again in every turn waited) and the period fits in no free memory
   /// of theirs within the slack (so it needs an arena of its own whenever it starts).
-  [[nodiscard]] bool serve_unconfirmed(const repeating_period& period);
+  [[nodiscard]] bool serve_unconfirmed(const repeating_period& period, std::unique_ptr<period_planning>& planning);
   /// Whether the period fits in no free memory of the pools within the slack (see
   /// serve_unconfirmed); may throw std::bad_alloc.
-  [[nodiscard]] bool fits_no_free_memory(const repeating_period& period);
+  /// When it does, `planning` holds the blocks and the planner it built, for the switch.
+  [[nodiscard]] bool fits_no_free_memory(const repeating_period& period, std::unique_ptr<period_planning>& planning);
   /// The sizes of the pools' free runs, the bytes of the blocks an unconfirmed period served
   /// already (where they lay last turn) counted free.
   [[nodiscard]] std::vector<std::size_t> free_runs(const repeating_period& period);
@@ -425,9 +424,10 @@ class iteration_plan {
   // (tens of megabytes on a long period, whose page faults were a large share of the switch).
   prefaulted_resource switch_scratch_;
   prefaulted_resource block_memory_;  // outlives blocks_, which keeps its storage there
-  // The serve decision's planning of an unconfirmed period, for the switch; its planner's
-  // memory is in switch_scratch_, so it goes when that does.
-  std::unique_ptr<period_planning> planning_kept_;
+  // The planning found_'s serve decision made (an unconfirmed period served at once), or null;
+  // set and cleared with found_. Its planner's memory is in switch_scratch_, so it goes when
+  // that does (and is declared after it, to be destroyed first).
+  std::unique_ptr<period_planning> found_planning_;
   std::uint64_t scratch_for_ = 0;
   std::uint64_t next_prepare_at_ = 0;  // no preparation before this request
   plan_book book_;

@@ -18,7 +18,6 @@ struct cyclic_lifetime {
   std::size_t bytes = 0;
   std::uint64_t start = 0;
   std::uint64_t length = 0;
-  friend bool operator==(const cyclic_lifetime&, const cyclic_lifetime&) = default;
 };
 
 struct offset_plan {
