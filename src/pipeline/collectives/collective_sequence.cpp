@@ -3,19 +3,15 @@
 #include <sstream>
 #include <utility>
 
+#include "pipeline/collectives/fnv1a.hpp"
+
 namespace streamsafe::collectives {
 
 namespace {
 
-// FNV-1a over the fields two ranks must agree on; cheap, and stable across builds and hosts.
-constexpr std::uint64_t fnv_offset = 0xcbf29ce484222325ULL;
-constexpr std::uint64_t fnv_prime = 0x100000001b3ULL;
-
+// FNV-1a over the fields two ranks must agree on, a byte at a time, lowest first.
 std::uint64_t mix(std::uint64_t hash, std::uint64_t value) {
-  for (int i = 0; i < 8; ++i) {
-    hash ^= (value >> (8 * i)) & 0xffU;
-    hash *= fnv_prime;
-  }
+  for (int i = 0; i < 8; ++i) hash = detail::fnv_byte(hash, static_cast<unsigned char>(value >> (8 * i)));
   return hash;
 }
 
@@ -30,7 +26,7 @@ const char* kind_name(collective_kind kind) {
 
 void collective_sequence::begin(std::uint64_t step) {
   step_ = step;
-  hash_ = mix(fnv_offset, step);
+  hash_ = mix(detail::fnv_offset, step);
   records_.clear();
 }
 

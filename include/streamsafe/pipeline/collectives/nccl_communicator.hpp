@@ -23,11 +23,7 @@ struct nccl_unique_id {
   /// ncclGetUniqueId. Throws error (naming the call and NCCL's message) on failure.
   [[nodiscard]] static nccl_unique_id create();
   /// FNV-1a of the bytes: the same on every rank given this id.
-  [[nodiscard]] std::uint64_t hash() const noexcept {
-    std::uint64_t h = 14695981039346656037ULL;
-    for (const char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    return h;
-  }
+  [[nodiscard]] std::uint64_t hash() const noexcept;
 };
 
 /// Rank `rank` of `size` on `device` (a cuda Device). The constructor blocks until every rank
