@@ -273,16 +273,20 @@ struct engine::impl {
 
   // ---- events and syncs ----
 
-  void wait(agent_slot stream, event_id event, op_site site) {
+  /// `findings`: whether a wait that does nothing is the program's (stream_wait_event) or the
+  /// runtime's own ordering (join_event), which reports nothing.
+  enum class wait_findings : bool { none, reported };
+  void wait(agent_slot stream, event_id event, op_site site, wait_findings findings = wait_findings::reported) {
     agents.enqueue(stream);
+    const bool report = findings == wait_findings::reported;
     auto it = events.find(static_cast<std::uint64_t>(event));
     if (it == events.end()) {
-      emit_wait_finding(hazard_kind::wait_unrecorded, stream, event, site);
+      if (report) emit_wait_finding(hazard_kind::wait_unrecorded, stream, event, site);
       return;
     }
     auto& clock = agents.at(stream).clock;
     if (clock.includes(it->second.clock)) {
-      emit_wait_finding(hazard_kind::redundant_wait, stream, event, site);
+      if (report) emit_wait_finding(hazard_kind::redundant_wait, stream, event, site);
       return;
     }
     clock.join(it->second.clock);
@@ -499,11 +503,7 @@ void engine::stream_wait_event(stream_id stream, event_id event, op_site site) {
 void engine::join_event(stream_id stream, event_id event, op_site site) {
   if (!impl_->tracking()) return;
   record_op(impl_->recorder, stream_wait_event_op(stream, event, impl_->labels.loc(site.label)));
-  const agent_slot slot = impl_->agents.slot_of(stream);
-  impl_->agents.enqueue(slot);
-  if (auto it = impl_->events.find(static_cast<std::uint64_t>(event)); it != impl_->events.end()) {
-    impl_->agents.at(slot).clock.join(it->second.clock);
-  }
+  impl_->wait(impl_->agents.slot_of(stream), event, site, impl::wait_findings::none);
 }
 
 void engine::event_sync(event_id event, op_site site) {

@@ -401,8 +401,8 @@ struct tracker::state final : RuntimeObserver {
     give_up_collectives_before(group, sequence);
     const event_id arrival{static_cast<std::uint64_t>(detail::next_unique_id<streamsafe::event_id>())};
     model.event_record(arrival, engine_id(stream), arrived);
-    const std::pair key{group, sequence};
-    std::vector<collective_part>& parts = collectives[key];
+    const auto entry = collectives.try_emplace({group, sequence}).first;
+    std::vector<collective_part>& parts = entry->second;
     parts.push_back({engine_id(stream), arrival});
     if (parts.size() < parts_expected) return;
     const op_site completed = site("collective_complete");
@@ -411,7 +411,7 @@ struct tracker::state final : RuntimeObserver {
         if (other.arrival != waiter.arrival) model.join_event(waiter.stream, other.arrival, completed);
       }
     }
-    forget_collective(collectives.find(key), completed);
+    forget_collective(entry, completed);
   }
 
   void give_up_collectives_before(std::uint64_t group, std::uint64_t sequence) {

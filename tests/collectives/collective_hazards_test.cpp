@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../hazard/tracker_support.hpp"
 #include "sim_ranks.hpp"
 #include "streamsafe/error.hpp"
 #include "streamsafe/hazard/report_text.hpp"
@@ -27,6 +28,7 @@ using ::testing::Each;
 using ::testing::Eq;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using streamsafe::testing::kinds;
 
 constexpr std::size_t kCount = 1024;
 constexpr std::size_t kBytes = kCount * sizeof(float);
@@ -41,12 +43,6 @@ kernel fill_with(float* data, float value, std::string name, gate& held) {
                   held.pass();
                   std::fill(data, data + kCount, value);
                 }};
-}
-
-std::vector<hazard_kind> kinds(const hazard::tracker& tracker) {
-  std::vector<hazard_kind> found;
-  for (const auto& h : tracker.hazards()) found.push_back(h.kind);
-  return found;
 }
 
 std::string reports(const hazard::tracker& tracker) {
