@@ -196,11 +196,14 @@ bool iteration_plan::begin_with(const request& next) {
   if (!found_) return false;
   repeating_period period = std::move(*found_);
   std::unique_ptr<period_planning> planning = std::move(found_planning_);
+  const bool if_runs_hold = std::exchange(found_if_runs_hold_, false);
   found_.reset();
   if (period.requests[(sequence_ + 1 - period.first_sequence) % period.requests.size()] != next) {
     if (!period.unconfirmed) detector_.reject();  // an unconfirmed one: the detector judges it as it comes
     return false;
   }
+  // Not begun, the unconfirmed period goes on being confirmed, and is offered again once it is.
+  if (if_runs_hold && !fits_runs_lent_now(period, planning)) return false;
   detector_.drop_period();
   calls_at_activation_ = workload_calls();
   activate(std::move(period), std::move(planning));  // the log pauses: resume_recording may go on with it
@@ -240,6 +243,7 @@ void iteration_plan::restart_recording() {
   detector_.restart();
   found_.reset();
   found_planning_.reset();
+  found_if_runs_hold_ = false;
   phase_.store(phase::recording, std::memory_order_release);
 }
 
@@ -271,6 +275,7 @@ void iteration_plan::resume_recording() {
   }
   found_.reset();
   found_planning_.reset();
+  found_if_runs_hold_ = false;
   phase_.store(phase::recording, std::memory_order_release);
 }
 
@@ -304,9 +309,11 @@ void iteration_plan::after_period_found() {
     // Served at once only when waiting could not save the arena's calls (serve_unconfirmed):
     // else the period is confirmed first, and the pools may still hold it.
     std::unique_ptr<period_planning> planning;
-    if (unused() && serve_unconfirmed(*unconfirmed, planning)) {
+    if (const unconfirmed_start start = unused() ? serve_unconfirmed(*unconfirmed, planning) : unconfirmed_start::wait;
+        start != unconfirmed_start::wait) {
       found_ = std::move(unconfirmed);
       found_planning_ = std::move(planning);
+      found_if_runs_hold_ = start == unconfirmed_start::if_runs_hold;
       return;
     }
   }
@@ -318,6 +325,7 @@ void iteration_plan::after_period_found() {
   }
   found_ = std::move(period);
   found_planning_.reset();
+  found_if_runs_hold_ = false;
 }
 
 void iteration_plan::prepare_switch(std::uint64_t length) noexcept {
@@ -469,13 +477,15 @@ iteration_plan::planned_blocks iteration_plan::blocks_of(const repeating_period&
   return out;
 }
 
-bool iteration_plan::serve_unconfirmed(const repeating_period& period, std::unique_ptr<period_planning>& planning) {
-  if (host_.host_syncs() == syncs_at_log_start_) return false;  // pools that only grew hold still
+iteration_plan::unconfirmed_start iteration_plan::serve_unconfirmed(const repeating_period& period,
+                                                                    std::unique_ptr<period_planning>& planning) {
+  if (host_.host_syncs() == syncs_at_log_start_) return unconfirmed_start::wait;  // pools that only grew hold still
   try {
-    return fits_no_free_memory(period, planning);
+    return fits_no_free_memory(period, planning) ? unconfirmed_start::at_once : unconfirmed_start::if_runs_hold;
   } catch (const std::bad_alloc&) {
     planning.reset();
-    return false;  // out of host memory (on a free that took effect): the period waits to be confirmed
+    // Out of host memory (on a free that took effect): the period waits to be confirmed.
+    return unconfirmed_start::wait;
   }
 }
 
@@ -504,10 +514,36 @@ bool iteration_plan::fits_no_free_memory(const repeating_period& period, std::un
   // Placing stops once the footprint is past it.
   const std::size_t peak = peak_live_bytes(lifetimes, period.requests.size(), &switch_scratch_);
   const std::size_t room = std::min(ends.back(), peak + host_.slack_beside(peak));
-  const bool needs_arena =
-      planned(planning->planner, lifetimes, period.requests.size()).plan(ends, room).footprint > room;
-  if (!needs_arena) planning.reset();
-  return needs_arena;
+  return planned(planning->planner, lifetimes, period.requests.size()).plan(ends, room).footprint > room;
+}
+
+bool iteration_plan::fits_runs_lent_now(const repeating_period& period, std::unique_ptr<period_planning>& planning) {
+  try {
+    const std::vector<lent_range> view = host_.free_memory_view(max_ranges);
+    if (view.empty()) return false;
+    if (!planning) {
+      planning = std::make_unique<period_planning>();
+      planning->blocks = blocks_of(period);
+    }
+    // The switch lends these runs at once and plans over them as the planner does here; no
+    // plan is below the period's peak, nor puts a block in a run smaller than it.
+    const std::vector<std::size_t> ends = range_ends(view);
+    const std::vector<cyclic_lifetime>& lifetimes = planning->blocks.lifetimes;
+    const std::size_t largest_run =
+        std::max_element(view.begin(), view.end(), [](const lent_range& x, const lent_range& y) {
+          return x.bytes < y.bytes;
+        })->bytes;
+    const bool fits_largest = std::all_of(lifetimes.begin(), lifetimes.end(),
+                                          [&](const cyclic_lifetime& b) { return b.bytes <= largest_run; });
+    if (!fits_largest || peak_live_bytes(lifetimes, period.requests.size(), &switch_scratch_) > ends.back()) {
+      return false;
+    }
+    return planned(planning->planner, lifetimes, period.requests.size())
+               .plan(ends, ends.back())
+               .footprint <= ends.back();
+  } catch (const std::bad_alloc&) {
+    return false;  // the period waits to be confirmed
+  }
 }
 
 std::vector<std::size_t> iteration_plan::free_runs(const repeating_period& period) {

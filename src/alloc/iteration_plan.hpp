@@ -268,14 +268,21 @@ class iteration_plan {
   [[nodiscard]] std::uintptr_t planned_address(std::uint64_t allocated_at) const;
   [[nodiscard]] bool same_plan(const repeating_period& period) const;
   [[nodiscard]] static planned_blocks blocks_of(const repeating_period& period);
-  /// Whether an unconfirmed period is served at once: when the pools moved memory while the
-  /// log was kept (they will again in every turn waited) and the period fits in no free memory
-  /// of theirs within the slack (so it needs an arena of its own whenever it starts).
-  [[nodiscard]] bool serve_unconfirmed(const repeating_period& period, std::unique_ptr<period_planning>& planning);
+  /// How an unconfirmed period is served. When the pools moved memory while the log was kept
+  /// (they will again in every turn waited): at once when it fits in no free memory of theirs
+  /// within the slack (it needs an arena of its own whenever it starts); else at once only when
+  /// the pools' free runs, as lent at the next request, hold its plan, and otherwise once it is
+  /// confirmed (the runs may hold it then, with the bytes of the blocks it served so far).
+  enum class unconfirmed_start : std::uint8_t { wait, at_once, if_runs_hold };
+  [[nodiscard]] unconfirmed_start serve_unconfirmed(const repeating_period& period,
+                                                    std::unique_ptr<period_planning>& planning);
   /// Whether the period fits in no free memory of the pools within the slack (see
-  /// serve_unconfirmed); may throw std::bad_alloc.
-  /// When it does, `planning` holds the blocks and the planner it built, for the switch.
+  /// serve_unconfirmed); may throw std::bad_alloc. `planning` holds the blocks and the planner
+  /// it built (none when the largest block alone decided), for the switch.
   [[nodiscard]] bool fits_no_free_memory(const repeating_period& period, std::unique_ptr<period_planning>& planning);
+  /// Whether a plan of the period fits in the pools' free runs as lend_free_memory would lend
+  /// them now; false when out of host memory.
+  [[nodiscard]] bool fits_runs_lent_now(const repeating_period& period, std::unique_ptr<period_planning>& planning);
   /// The sizes of the pools' free runs, the bytes of the blocks an unconfirmed period served
   /// already (where they lay last turn) counted free.
   [[nodiscard]] std::vector<std::size_t> free_runs(const repeating_period& period);
@@ -428,6 +435,9 @@ class iteration_plan {
   // set and cleared with found_. Its planner's memory is in switch_scratch_, so it goes when
   // that does (and is declared after it, to be destroyed first).
   std::unique_ptr<period_planning> found_planning_;
+  // found_ is unconfirmed and begins only if the pools' free runs hold its plan when it would
+  // (the request that offered it may be a free the pools have not taken yet).
+  bool found_if_runs_hold_ = false;
   std::uint64_t scratch_for_ = 0;
   std::uint64_t next_prepare_at_ = 0;  // no preparation before this request
   plan_book book_;

@@ -59,6 +59,11 @@ class always_growing_host final : public detail::plan_host {
   [[nodiscard]] std::uint64_t device_calls_on_this_thread() const override { return 0; }
   std::vector<detail::lent_range> lend_free_memory(std::size_t /*most*/) override { return std::exchange(to_lend, {}); }
   std::vector<detail::lent_range> free_memory_view(std::size_t /*most*/) override {
+    if (!views_in_turn.empty()) {
+      std::vector<detail::lent_range> view = std::move(views_in_turn.front());
+      views_in_turn.erase(views_in_turn.begin());
+      return view;
+    }
     return view_instead.empty() ? to_lend : view_instead;
   }
   void take_back(const detail::lent_range& range, const std::vector<detail::StreamImpl*>& users) override {
@@ -88,6 +93,7 @@ class always_growing_host final : public detail::plan_host {
   int pool_moves = 0;  // synchronizations the pools made to move memory
   std::vector<detail::lent_range> to_lend;
   std::vector<detail::lent_range> view_instead;  // when set: what the view shows, not to_lend
+  std::vector<std::vector<detail::lent_range>> views_in_turn;  // when set: the next views, one per look
   bool settled = false;  // the pools make no device call any more
   struct returned {
     detail::lent_range range;
@@ -449,17 +455,41 @@ TEST_P(PlanFixture, ALoopWhosePoolsMovedMemoryIsServedFromItsSecondTurnAndReuseS
   EXPECT_EQ(stats.allocated_bytes.current, 0);
 }
 
-TEST_P(PlanFixture, ALoopWhoseLargestBlockFitsAFreeRunOfThePoolsIsConfirmedFirst) {
-  // The pools moved memory but hold a free run the period's blocks fit in: a plan may still
-  // start in their memory once the period is confirmed, so it waits for that.
+TEST_P(PlanFixture, ALoopWhosePlanThePoolsFreeRunsHoldIsServedInTheirMemoryFromItsSecondTurn) {
+  // The pools moved memory and hold a free run the period's plan fits in: waiting for the
+  // confirmation would only move memory for another turn, so the plan starts in their memory
+  // at once, mapping nothing, and reuse across streams still waits.
   const std::vector<step> steps = late_then_a();
   iterate(steps);
   parts_->host.pool_moves = 1;
   (void)lend_from_late(4 * mib);
+  (void)expect_late_work_waited_for(steps);
+  EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "served unconfirmed";
+  EXPECT_EQ(plan_stats().plan_arena_bytes, 4 * mib) << "in the memory the pools lent";
+  EXPECT_EQ(parts_->host.reserved, 0) << "no arena mapped";
+  EXPECT_EQ(parts_->host.pool_releases, 0);
   iterate(steps);
-  EXPECT_EQ(plan_stats().num_plan_activations, 0u) << "served unconfirmed";
+  EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+  EXPECT_EQ(plan_stats().num_plan_activations, 1u);
+}
+
+TEST_P(PlanFixture, ALoopWhoseRunsNoLongerHoldItsPlanWhenItWouldBeginIsConfirmedFirst) {
+  // At the offer the pools' runs hold the plan (so it needs no arena); a request later, when it
+  // would begin, they do not (the offering request was a free the pools had not taken yet, or
+  // another thread took the run): a plan in their memory may still start once the period is
+  // confirmed, so it waits for that instead of taking an arena.
+  const std::vector<step> steps = late_then_a();
+  iterate(steps);
+  parts_->host.pool_moves = 1;
+  const std::uintptr_t base = lend_from_late(4 * mib);
+  const std::shared_ptr<detail::StreamImpl> lender = detail::share_stream(parts_->late.impl());
+  parts_->host.views_in_turn = {{{base, 4 * mib, lender}}, {{base, 512 * kib, lender}}};
+  iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_activations, 0u) << "confirmed first";
+  EXPECT_TRUE(parts_->host.views_in_turn.empty()) << "looked at the runs at the offer and when it would begin";
   iterate(steps);
   EXPECT_EQ(plan_stats().num_plan_activations, 1u);
+  EXPECT_EQ(parts_->host.reserved, 0) << "confirmed, in the memory the pools lent";
 }
 
 TEST_P(PlanFixture, ALoopThatFitsNoFreeMemoryOfThePoolsIsServedFromItsSecondTurnThoughItsLargestBlockFitsARun) {
