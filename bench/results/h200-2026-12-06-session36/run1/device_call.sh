@@ -6,7 +6,8 @@
 # idle and busy, each trace replayed by new, c10 and old back to back, until about 480 s have
 # passed; then the medians of each over c10 (bench/alloc/replay_ratios.py). Everything lands in
 # $OUT/run.tar.gz.
-#   run(command="OLD=e4a9e1b bash bench/results/h200-2026-12-06-session36/run1/device_call.sh", carry=[".device-build"])
+# The old source is staged first: mkdir -p .device-build/old_src && git archive OLD | tar -x -C .device-build/old_src
+#   run(command="bash bench/results/h200-2026-12-06-session36/run1/device_call.sh", carry=[".device-build"])
 set -u; R=/tmp/r; rm -rf $R; mkdir -p $R/tests; T=$PWD/.device-build/traces; build=/tmp/b; s=$(date +%s)
 pack() { tar czf $OUT/run.tar.gz -C /tmp r; }
 elapsed() { echo $(( $(date +%s)-s )); }
