@@ -57,6 +57,7 @@ class caching_target final : public replay_target {
   replay_counters counters() const override {
     const allocator_stats s = allocator_.stats();
     return replay_counters{.device_calls = s.device_calls.total(),
+                           .device_calls_by_kind = s.device_calls,
                            .device_allocations = s.num_device_alloc,
                            .host_syncs = s.num_host_syncs,
                            .cross_stream_reuses = s.num_cross_stream_reuses,
@@ -186,6 +187,7 @@ replay_iteration loop_replayer::pass(std::size_t iteration) {
   figures.peak_live_bytes = pass_peak_live_;
   figures.peak_reserved_bytes = after.peak_reserved_bytes;
   figures.device_calls = after.device_calls - before.device_calls;
+  figures.device_calls_by_kind = after.device_calls_by_kind.since(before.device_calls_by_kind);
   figures.host_syncs = after.host_syncs - before.host_syncs;
   figures.cross_stream_reuses = after.cross_stream_reuses - before.cross_stream_reuses;
   return figures;

@@ -154,6 +154,16 @@ TEST(TraceLoop, CountsTheFirstPassDeviceCallsAndNoneOnceARepeatedLoopSettles) {
   }
 }
 
+TEST(TraceLoop, TellsEachPassDeviceCallsByKind) {
+  const auto events = parse_alloc_trace(training_step);
+  const replay_result r = replay_alloc_trace(events, Device::sim(), allocator_options{}, replay_loop{.iterations = 3});
+  for (const replay_iteration& pass : r.iterations) EXPECT_EQ(pass.device_calls_by_kind.total(), pass.device_calls);
+  const device_call_counts& first = r.iterations[0].device_calls_by_kind;
+  EXPECT_GT(first.create, 0u);  // expandable segments: each chunk created, mapped and made accessible
+  EXPECT_EQ(first.map, first.create);
+  EXPECT_GT(first.reserve, 0u);
+}
+
 TEST(AllocatorStats, ResetReservedPeakLeavesTheOtherPeaks) {
   const Device device = Device::sim();
   Stream stream(device);

@@ -51,6 +51,7 @@ TEST(ReplayCli, LoopPrintsFirstIterationAndSteadyStateFiguresAsJson) {
   EXPECT_GE(number(json, "steady_reserved_over_live"), 1.0) << json;
   EXPECT_GE(number(json, "first_reserved_over_live"), 1.0) << json;
   EXPECT_THAT(json, ::testing::HasSubstr("\"busy\":false"));
+  EXPECT_THAT(json, ::testing::HasSubstr(",\"device_calls_by_kind\":{\"create\":"));
 }
 
 TEST(ReplayCli, OnePassHasNoSteadyState) {

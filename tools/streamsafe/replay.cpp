@@ -102,6 +102,15 @@ void print_phase_json(const char* prefix, const replay_phase& p) {
               ratio(p.peak_reserved_bytes, p.peak_live_bytes));
 }
 
+// Which calls a pass made: a switch that only gives memory back shows as unmaps and releases.
+void print_calls_by_kind_json(const device_call_counts& c) {
+  const auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+  std::printf("\"device_calls_by_kind\":{\"create\":%llu,\"map\":%llu,\"set_access\":%llu,\"unmap\":%llu,"
+              "\"release\":%llu,\"reserve\":%llu,\"free_range\":%llu,\"malloc\":%llu,\"free\":%llu}",
+              u(c.create), u(c.map), u(c.set_access), u(c.unmap), u(c.release), u(c.reserve), u(c.free_range),
+              u(c.malloc), u(c.free));
+}
+
 void print_json(const replay_result& r, const Device& device, const std::string& policy, const replay_setup& setup) {
   std::printf(
       "{\"device\":\"%s\",\"policy\":\"%s\",\"operations\":%llu,\"streams\":%zu,\"free_point\":\"%s\",\"peak_live_bytes\":%llu,"
@@ -127,12 +136,14 @@ void print_json(const replay_result& r, const Device& device, const std::string&
   for (std::size_t i = 0; i < r.iterations.size(); ++i) {
     const replay_iteration& it = r.iterations[i];
     std::printf("%s{\"ns_per_op\":%.1f,\"allocator_ns_per_op\":%.1f,\"device_calls\":%llu,\"host_syncs\":%llu,\"cross_stream_reuses\":%llu,"
-                "\"peak_reserved_bytes\":%llu,\"peak_live_bytes\":%llu}",
+                "\"peak_reserved_bytes\":%llu,\"peak_live_bytes\":%llu,",
                 i == 0 ? "" : ",",
                 per_op(it.elapsed_ns, it.operations), per_op(it.allocator_ns, it.operations),
                 static_cast<unsigned long long>(it.device_calls), static_cast<unsigned long long>(it.host_syncs),
                 static_cast<unsigned long long>(it.cross_stream_reuses),
                 static_cast<unsigned long long>(it.peak_reserved_bytes), static_cast<unsigned long long>(it.peak_live_bytes));
+    print_calls_by_kind_json(it.device_calls_by_kind);
+    std::printf("}");
   }
   std::printf("]}\n");
 }

@@ -47,6 +47,18 @@ struct device_call_counts {
   [[nodiscard]] std::uint64_t total() const noexcept {
     return malloc + free + reserve + free_range + create + release + map + set_access + unmap;
   }
+  /// The calls made between two readings of one allocator's counts: `earlier` is the older.
+  [[nodiscard]] device_call_counts since(const device_call_counts& earlier) const noexcept {
+    return {.malloc = malloc - earlier.malloc,
+            .free = free - earlier.free,
+            .reserve = reserve - earlier.reserve,
+            .free_range = free_range - earlier.free_range,
+            .create = create - earlier.create,
+            .release = release - earlier.release,
+            .map = map - earlier.map,
+            .set_access = set_access - earlier.set_access,
+            .unmap = unmap - earlier.unmap};
+  }
 };
 
 /// Per stream every figure is exact. Device-wide (caching_allocator::stats()) currents and

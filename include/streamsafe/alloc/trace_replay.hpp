@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "streamsafe/alloc/allocator_options.hpp"
+#include "streamsafe/alloc/allocator_stats.hpp"
 #include "streamsafe/device.hpp"
 #include "streamsafe/stream.hpp"
 
@@ -63,6 +64,9 @@ struct replay_iteration {
   std::uint64_t peak_live_bytes = 0;      ///< peak of the requested sizes live, kept ones included
   std::uint64_t peak_reserved_bytes = 0;  ///< the allocator's peak reserved during this pass
   std::uint64_t device_calls = 0;         ///< allocator_stats::device_calls, all kinds
+  /// The same calls by kind (which of them map, unmap, create or release); all 0 for an
+  /// allocator that counts only their sum.
+  device_call_counts device_calls_by_kind;
   std::uint64_t host_syncs = 0;           ///< allocator_stats::num_host_syncs
   std::uint64_t cross_stream_reuses = 0;  ///< blocks lent to another stream
   std::uint64_t elapsed_ns = 0;           ///< host time of the pass
@@ -148,6 +152,7 @@ struct replay_loop {
 /// allocator that cannot count one of them leaves it 0 (its replay_target says which it counts).
 struct replay_counters {
   std::uint64_t device_calls = 0;         ///< calls that get or give back device memory
+  device_call_counts device_calls_by_kind;  ///< by kind, where the allocator tells them apart
   std::uint64_t device_allocations = 0;   ///< of those, the ones that get memory
   std::uint64_t host_syncs = 0;           ///< times the allocator made the host wait for the device
   std::uint64_t cross_stream_reuses = 0;  ///< blocks lent to another stream than their last
