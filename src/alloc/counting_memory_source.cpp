@@ -51,9 +51,9 @@ void counting_memory_source::grant_access(std::uintptr_t address, std::size_t by
   inner_->grant_access(address, bytes);
 }
 
-void counting_memory_source::unmap_physical(std::uintptr_t address, std::size_t granularity) {
+void counting_memory_source::unmap_physical(std::uintptr_t address, std::size_t bytes) {
   count(unmap_call);
-  inner_->unmap_physical(address, granularity);
+  inner_->unmap_physical(address, bytes);
 }
 
 }  // namespace streamsafe::detail

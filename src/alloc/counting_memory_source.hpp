@@ -32,7 +32,7 @@ class counting_memory_source final : public memory_source {
   void release_physical(physical_handle handle, std::size_t granularity) override;
   void map_physical(std::uintptr_t address, physical_handle handle, std::size_t granularity) override;
   void grant_access(std::uintptr_t address, std::size_t bytes) override;
-  void unmap_physical(std::uintptr_t address, std::size_t granularity) override;
+  void unmap_physical(std::uintptr_t address, std::size_t bytes) override;
   [[nodiscard]] memory_info memory() override { return inner_->memory(); }
 
  private:

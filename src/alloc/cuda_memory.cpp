@@ -115,8 +115,8 @@ class cuda_memory final : public memory_source {
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     SS_CU_TRY(driver().set_access(address, bytes, &access, 1));
   }
-  void unmap_physical(std::uintptr_t address, std::size_t granularity) override {
-    SS_CU_TRY(driver().unmap(address, granularity));
+  void unmap_physical(std::uintptr_t address, std::size_t bytes) override {
+    SS_CU_TRY(driver().unmap(address, bytes));
   }
   memory_info memory() override { return device_.memory(); }
 

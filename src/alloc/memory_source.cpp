@@ -16,35 +16,38 @@ void memory_source::map_chunk(std::uintptr_t address, std::size_t granularity) {
     throw;
   }
   try {
-    grant_access(address, granularity);
+    release_physical(handle, granularity);  // the mapping keeps the memory; its unmap gives it back
   } catch (...) {
     unmap_physical(address, granularity);
     release_physical(handle, granularity);
     throw;
   }
+  try {
+    grant_access(address, granularity);
+  } catch (...) {
+    unmap_physical(address, granularity);
+    throw;
+  }
   std::lock_guard lock(chunks_mutex_);
-  chunks_.emplace(address, owned_chunk{handle, granularity});
+  chunks_.emplace(address, granularity);
 }
 
-void memory_source::unmap_chunk(std::uintptr_t address, std::size_t granularity) {
-  physical_handle handle = 0;
+void memory_source::unmap_chunks(std::uintptr_t address, std::size_t count, std::size_t granularity) {
   {
     std::lock_guard lock(chunks_mutex_);
-    const auto it = chunks_.find(address);
-    SS_EXPECTS(it != chunks_.end(), "memory_source: unmap of a chunk at ", reinterpret_cast<void*>(address),
-               " that is not mapped");
-    handle = it->second.handle;
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto it = chunks_.find(address + i * granularity);
+      SS_EXPECTS(it != chunks_.end() && it->second == granularity, "memory_source: unmap of a chunk at ",
+                 reinterpret_cast<void*>(address + i * granularity), " that is not mapped");
+    }
   }
-  unmap_physical(address, granularity);  // a failure leaves the chunk known, still mapped
-  {
-    std::lock_guard lock(chunks_mutex_);
-    chunks_.erase(address);
-  }
-  release_physical(handle, granularity);
+  unmap_physical(address, count * granularity);  // a failure leaves the chunks known, still mapped
+  std::lock_guard lock(chunks_mutex_);
+  for (std::size_t i = 0; i < count; ++i) chunks_.erase(address + i * granularity);
 }
 
 void memory_source::release(std::uintptr_t address, std::size_t bytes) noexcept {
-  std::vector<std::pair<std::uintptr_t, owned_chunk>> inside;
+  std::vector<std::pair<std::uintptr_t, std::size_t>> inside;
   {
     std::lock_guard lock(chunks_mutex_);
     for (auto it = chunks_.begin(); it != chunks_.end();) {
@@ -64,8 +67,7 @@ void memory_source::release(std::uintptr_t address, std::size_t bytes) noexcept 
     }
   };
   for (const auto& entry : inside) {  // not a structured binding: lambdas capture it (clang 15)
-    quietly([&] { unmap_physical(entry.first, entry.second.bytes); });
-    quietly([&] { release_physical(entry.second.handle, entry.second.bytes); });
+    quietly([&] { unmap_physical(entry.first, entry.second); });
   }
   quietly([&] { free_range(address, bytes); });
 }

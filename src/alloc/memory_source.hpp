@@ -32,7 +32,7 @@ class memory_source {
   virtual void free_range(std::uintptr_t address, std::size_t bytes) = 0;
   /// Physical memory of `granularity` bytes, mapped nowhere yet; throws out_of_memory.
   [[nodiscard]] virtual physical_handle create_physical(std::size_t granularity) = 0;
-  /// Gives physical memory back. Where it is still mapped, it goes once the last mapping does.
+  /// Gives the handle back. Where the memory is still mapped, it goes once its last mapping does.
   virtual void release_physical(physical_handle handle, std::size_t granularity) = 0;
   /// Maps `handle` at `address` (granularity-aligned, inside a reserved range); not accessible
   /// until grant_access covers it.
@@ -42,29 +42,30 @@ class memory_source {
   /// it cost about 33 us per 2 MiB chunk, one chunk or 64 per call (bench/alloc/vmm_bench.cpp);
   /// mapping and unmapping without access, under 1 us.
   virtual void grant_access(std::uintptr_t address, std::size_t bytes) = 0;
-  /// Removes the mapping at `address`; the physical memory stays (see release_physical). Work
-  /// still enqueued that reads the address must have finished.
-  virtual void unmap_physical(std::uintptr_t address, std::size_t granularity) = 0;
+  /// Removes the mappings in [address, address + bytes): one or several adjacent ones, each
+  /// whole (no mapping is split). Memory whose handle was released goes with its last mapping;
+  /// other memory stays (see release_physical). Work still enqueued that reads the range must
+  /// have finished.
+  virtual void unmap_physical(std::uintptr_t address, std::size_t bytes) = 0;
 
-  /// A new chunk mapped at `address`, owned by that address (expandable segments).
+  /// A new chunk mapped at `address`, owned by that mapping: its handle is released at once, so
+  /// the unmap alone gives the memory back (four calls to map it, one to give it back, where
+  /// keeping the handle costs three and two, and a run of adjacent chunks goes in one call).
   void map_chunk(std::uintptr_t address, std::size_t granularity);
-  /// Unmaps and releases the chunk map_chunk put at `address`. A failed unmap leaves it mapped
-  /// and known here (a later unmap or release retries it).
-  void unmap_chunk(std::uintptr_t address, std::size_t granularity);
-  /// Unmaps and releases what map_chunk put in [address, address + bytes), then frees the range.
-  /// Never throws: it runs on teardown, where the device may be gone already (then the driver
-  /// frees everything with the context).
+  /// Unmaps `count` adjacent chunks map_chunk put from `address` on, in one call; their memory
+  /// goes back with it. A failed unmap leaves them mapped and known here (a later unmap or
+  /// release retries them).
+  void unmap_chunks(std::uintptr_t address, std::size_t count, std::size_t granularity);
+  /// Unmaps what map_chunk put in [address, address + bytes), then frees the range. Never
+  /// throws: it runs on teardown, where the device may be gone already (then the driver frees
+  /// everything with the context).
   void release(std::uintptr_t address, std::size_t bytes) noexcept;
 
   [[nodiscard]] virtual memory_info memory() = 0;
 
  private:
   std::mutex chunks_mutex_;
-  struct owned_chunk {
-    physical_handle handle;
-    std::size_t bytes;
-  };
-  std::unordered_map<std::uintptr_t, owned_chunk> chunks_;  // map_chunk's chunks by address
+  std::unordered_map<std::uintptr_t, std::size_t> chunks_;  // map_chunk's chunks: address -> bytes
 };
 
 /// The source for `device`'s backend.

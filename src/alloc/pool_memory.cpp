@@ -83,6 +83,17 @@ std::size_t pool_memory::take_free_chunks(segment& s, released_memory& out, std:
   return taken;
 }
 
+std::size_t pool_memory::adjacent_run(const released_memory& taken, std::size_t first) {
+  // Listed in address order within a segment (take_free_chunks), so a run is a stretch of the list.
+  const released_memory::chunk& c = taken.chunks[first];
+  std::size_t run = 1;
+  while (first + run < taken.chunks.size() && taken.chunks[first + run].owner == c.owner &&
+         taken.chunks[first + run].index == c.index + run) {
+    ++run;
+  }
+  return run;
+}
+
 void pool_memory::give_back(stream_pool& pool, released_memory& taken, bool synchronize) {
   if (taken.empty()) return;
   progress done;
@@ -91,10 +102,15 @@ void pool_memory::give_back(stream_pool& pool, released_memory& taken, bool sync
       pool.stream().synchronize();
       books_.count(device_event::host_sync);
     }
-    for (; done.chunks < taken.chunks.size(); ++done.chunks) {
+    while (done.chunks < taken.chunks.size()) {
       const released_memory::chunk& c = taken.chunks[done.chunks];
-      source_.unmap_chunk(c.owner->address + c.index * c.owner->granularity, c.owner->granularity);
-      mappings_.tell(c.owner->address + c.index * c.owner->granularity, c.owner->granularity, mapping_change::unmapped);
+      const std::size_t run = adjacent_run(taken, done.chunks);
+      const std::uintptr_t address = c.owner->address + c.index * c.owner->granularity;
+      source_.unmap_chunks(address, run, c.owner->granularity);
+      for (std::size_t i = 0; i < run; ++i) {
+        mappings_.tell(address + i * c.owner->granularity, c.owner->granularity, mapping_change::unmapped);
+      }
+      done.chunks += run;
     }
     for (; done.segments < taken.segments.size(); ++done.segments) {
       const segment& s = *taken.segments[done.segments];

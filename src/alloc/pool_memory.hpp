@@ -69,6 +69,8 @@ class pool_memory {
   void cancel_release(stream_pool& pool);
 
  private:
+  /// How many chunks of `taken`, from its `first`, lie side by side in one segment: one unmap.
+  [[nodiscard]] static std::size_t adjacent_run(const released_memory& taken, std::size_t first);
   struct progress {  // how many of the chunks and segments the device took back
     std::size_t chunks = 0;
     std::size_t segments = 0;

@@ -2,8 +2,9 @@
 // models CUDA's VMM: a reserved range is an inaccessible host mapping; physical chunks are pages
 // of one memory file, so mapping a chunk at two addresses makes them alias as on a GPU, and each
 // chunk also takes its bytes from the device arena (so the device's capacity and out_of_memory
-// stay real). Releasing a chunk that is still mapped somewhere is refused: CUDA would keep its
-// memory until the last mapping goes, a leak the allocator never means to cause.
+// stay real). As in CUDA, a handle released while mapped keeps its memory until its last mapping
+// goes, and one unmap may span several adjacent mappings, each whole; a mapping split by an
+// unmap is refused, as the driver refuses it.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -101,18 +102,13 @@ class sim_memory final : public memory_source {
   }
   void release_physical(physical_handle handle, std::size_t granularity) override {
     std::lock_guard lock(mutex_);
-    const auto it = physical_.find(handle);
-    SS_EXPECTS(it != physical_.end(), "sim: release of physical memory that was not created");
-    SS_EXPECTS(mappings_[handle] == 0, "sim: release of physical memory at file offset ", handle, " while it is mapped at ",
-               mappings_[handle], " address(es)");
-    mappings_.erase(handle);
-    // The pages go back to the host now; a mapping left behind would read zeros, not the next
-    // owner's data (CUDA keeps the memory until the last mapping goes: not modelled).
-    ::fallocate(file_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(handle),
-                static_cast<off_t>(granularity));
-    device_.deallocate(it->second);
-    physical_.erase(it);
-    free_offsets_[granularity].push_back(handle);
+    SS_EXPECTS(physical_.count(handle) != 0 && !released_.count(handle),
+               "sim: release of physical memory that was not created, or released already");
+    if (mappings_[handle] != 0) {
+      released_.emplace(handle, granularity);  // goes with its last mapping
+      return;
+    }
+    free_physical(handle, granularity);
   }
   void map_physical(std::uintptr_t address, physical_handle handle, std::size_t granularity) override {
     inject_sim_fault(sim_faults().maps, "map_physical", reinterpret_cast<void*>(address));
@@ -121,24 +117,60 @@ class sim_memory final : public memory_source {
     if (at == MAP_FAILED) fail("mmap of a physical chunk");
     std::lock_guard lock(mutex_);
     ++mappings_[handle];
-    mapped_at_[address] = handle;
+    mapped_at_[address] = {handle, granularity};
   }
   void grant_access(std::uintptr_t, std::size_t) override {}  // mapped readable and writable
-  void unmap_physical(std::uintptr_t address, std::size_t granularity) override {
+  void unmap_physical(std::uintptr_t address, std::size_t bytes) override {
     inject_sim_fault(sim_faults().unmaps, "unmap_physical", reinterpret_cast<void*>(address));
+    std::lock_guard lock(mutex_);
+    const std::vector<std::uintptr_t> whole = mappings_spanning(address, bytes);
     // Back to reserved and inaccessible, as cuMemUnmap leaves it.
-    void* at = ::mmap(reinterpret_cast<void*>(address), granularity, PROT_NONE,
+    void* at = ::mmap(reinterpret_cast<void*>(address), bytes, PROT_NONE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     if (at == MAP_FAILED) fail("mmap over an unmapped chunk");
-    std::lock_guard lock(mutex_);
-    if (const auto it = mapped_at_.find(address); it != mapped_at_.end()) {
-      --mappings_[it->second];
+    for (const std::uintptr_t start : whole) {
+      const auto it = mapped_at_.find(start);
+      const physical_handle handle = it->second.handle;
       mapped_at_.erase(it);
+      if (--mappings_[handle] == 0) {
+        if (const auto released = released_.find(handle); released != released_.end()) {
+          const std::size_t granularity = released->second;
+          released_.erase(released);
+          free_physical(handle, granularity);
+        }
+      }
     }
   }
   memory_info memory() override { return device_.memory(); }
 
  private:
+  // The mappings that [address, address + bytes) covers, each whole, from its first byte to its
+  // last with none missing between; caller holds mutex_.
+  std::vector<std::uintptr_t> mappings_spanning(std::uintptr_t address, std::size_t bytes) const {
+    std::vector<std::uintptr_t> whole;
+    std::uintptr_t at = address;
+    while (at < address + bytes) {
+      const auto it = mapped_at_.find(at);
+      SS_EXPECTS(it != mapped_at_.end(), "sim: unmap of [", reinterpret_cast<void*>(address), ", +", bytes,
+                 ") where nothing begins a mapping at ", reinterpret_cast<void*>(at));
+      SS_EXPECTS(at + it->second.bytes <= address + bytes, "sim: unmap of [", reinterpret_cast<void*>(address),
+                 ", +", bytes, ") splits the mapping at ", reinterpret_cast<void*>(at));
+      whole.push_back(at);
+      at += it->second.bytes;
+    }
+    return whole;
+  }
+  void free_physical(physical_handle handle, std::size_t granularity) {  // caller holds mutex_
+    mappings_.erase(handle);
+    // The pages go back to the host now.
+    ::fallocate(file_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(handle),
+                static_cast<off_t>(granularity));
+    const auto it = physical_.find(handle);
+    device_.deallocate(it->second);
+    physical_.erase(it);
+    free_offsets_[granularity].push_back(handle);
+  }
+
   void open_file() {  // caller holds mutex_
     if (file_ >= 0) return;
     file_ = ::memfd_create("streamsafe-sim-physical", MFD_CLOEXEC);
@@ -152,7 +184,12 @@ class sim_memory final : public memory_source {
   std::map<std::size_t, std::vector<std::size_t>> free_offsets_;  // by size: a hole fits its own size
   std::unordered_map<physical_handle, void*> physical_;  // file offset -> its arena stand-in
   std::unordered_map<physical_handle, std::size_t> mappings_;  // file offset -> addresses mapping it
-  std::unordered_map<std::uintptr_t, physical_handle> mapped_at_;
+  struct mapping {
+    physical_handle handle;
+    std::size_t bytes;
+  };
+  std::unordered_map<std::uintptr_t, mapping> mapped_at_;  // by the address it begins at
+  std::unordered_map<physical_handle, std::size_t> released_;  // released while mapped: its bytes
 };
 
 }  // namespace
