@@ -142,7 +142,8 @@ mutation_in alloc_repeat_plan_test:*/PlanFixture.* plan-log-free-never-asks-wait
 # Failure paths and streams that go (alloc_lifetime_test).
 lifetime=alloc_lifetime_test
 mutation_in $lifetime forget-chunk-before-unmap "$source" \
-  '    handle = it->second.handle;' '    handle = it->second.handle; chunks_.erase(it);'
+  '  unmap_physical(address, count * granularity);  // a failure leaves the chunks known, still mapped' \
+  '  for (std::size_t i = 0; i < count; ++i) chunks_.erase(address + i * granularity); unmap_physical(address, count * granularity);'
 mutation_in $lifetime failed-unmap-forgets-chunk "$release" \
   '    taken.chunks[i].owner->chunk_mapped[taken.chunks[i].index] = true;' ''
 mutation_in $lifetime retire-without-idle-query "$impl" \

@@ -35,15 +35,17 @@ void memory_source::map_chunk(std::uintptr_t address, std::size_t granularity) {
 void memory_source::unmap_chunks(std::uintptr_t address, std::size_t count, std::size_t granularity) {
   {
     std::lock_guard lock(chunks_mutex_);
-    for (std::size_t i = 0; i < count; ++i) {
-      const auto it = chunks_.find(address + i * granularity);
-      SS_EXPECTS(it != chunks_.end() && it->second == granularity, "memory_source: unmap of a chunk at ",
-                 reinterpret_cast<void*>(address + i * granularity), " that is not mapped");
-    }
+    for (std::size_t i = 0; i < count; ++i) expect_mapped(address + i * granularity, granularity);
   }
   unmap_physical(address, count * granularity);  // a failure leaves the chunks known, still mapped
   std::lock_guard lock(chunks_mutex_);
   for (std::size_t i = 0; i < count; ++i) chunks_.erase(address + i * granularity);
+}
+
+void memory_source::expect_mapped(std::uintptr_t address, std::size_t granularity) const {
+  const auto it = chunks_.find(address);
+  SS_EXPECTS(it != chunks_.end() && it->second == granularity, "memory_source: unmap of a chunk at ",
+             reinterpret_cast<void*>(address), " that is not mapped");
 }
 
 void memory_source::release(std::uintptr_t address, std::size_t bytes) noexcept {

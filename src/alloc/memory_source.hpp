@@ -64,6 +64,7 @@ class memory_source {
   [[nodiscard]] virtual memory_info memory() = 0;
 
  private:
+  void expect_mapped(std::uintptr_t address, std::size_t granularity) const;  // caller holds chunks_mutex_
   std::mutex chunks_mutex_;
   std::unordered_map<std::uintptr_t, std::size_t> chunks_;  // map_chunk's chunks: address -> bytes
 };
