@@ -8,6 +8,11 @@
 namespace streamsafe::detail {
 
 void memory_source::map_chunk(std::uintptr_t address, std::size_t granularity) {
+  {
+    std::lock_guard lock(chunks_mutex_);
+    SS_EXPECTS(chunks_.count(address) == 0, "memory_source: map of a chunk at ", reinterpret_cast<void*>(address),
+               " that is mapped already");
+  }
   const physical_handle handle = create_physical(granularity);
   try {
     map_physical(address, handle, granularity);
@@ -15,21 +20,34 @@ void memory_source::map_chunk(std::uintptr_t address, std::size_t granularity) {
     release_physical(handle, granularity);
     throw;
   }
+  bool released = false;
   try {
     release_physical(handle, granularity);  // the mapping keeps the memory; its unmap gives it back
-  } catch (...) {
-    unmap_physical(address, granularity);
-    release_physical(handle, granularity);
-    throw;
-  }
-  try {
+    released = true;
     grant_access(address, granularity);
   } catch (...) {
-    unmap_physical(address, granularity);
+    undo_map(address, granularity, released ? nullptr : &handle);
     throw;
   }
   std::lock_guard lock(chunks_mutex_);
   chunks_.emplace(address, granularity);
+}
+
+void memory_source::undo_map(std::uintptr_t address, std::size_t granularity, const physical_handle* unreleased) {
+  try {
+    unmap_physical(address, granularity);
+  } catch (...) {
+    // Still mapped: known, so that unmap_chunks or release() retries it (its memory goes then).
+    std::lock_guard lock(chunks_mutex_);
+    chunks_.emplace(address, granularity);
+    return;
+  }
+  if (unreleased == nullptr) return;
+  try {
+    release_physical(*unreleased, granularity);
+  } catch (...) {
+    // A handle the driver would not take back twice: the caller's error says what failed first.
+  }
 }
 
 void memory_source::unmap_chunks(std::uintptr_t address, std::size_t count, std::size_t granularity) {

@@ -65,6 +65,8 @@ class memory_source {
 
  private:
   void expect_mapped(std::uintptr_t address, std::size_t granularity) const;  // caller holds chunks_mutex_
+  // Undoes a map whose release or access failed; `unreleased`: its handle, when not released yet.
+  void undo_map(std::uintptr_t address, std::size_t granularity, const physical_handle* unreleased);
   std::mutex chunks_mutex_;
   std::unordered_map<std::uintptr_t, std::size_t> chunks_;  // map_chunk's chunks: address -> bytes
 };

@@ -21,6 +21,7 @@ struct sim_fault {
 struct sim_memory_faults {
   sim_fault unmaps;  ///< unmap_physical
   sim_fault maps;    ///< map_physical
+  sim_fault releases;  ///< release_physical
   sim_fault frees;   ///< deallocate of a fixed segment
   sim_fault fence_records;  ///< pending_frees' event record of a fence (any backend)
   sim_fault stream_queries;  ///< a sim stream's query

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -101,6 +102,7 @@ class sim_memory final : public memory_source {
     return offset;
   }
   void release_physical(physical_handle handle, std::size_t granularity) override {
+    inject_sim_fault(sim_faults().releases, "release_physical", reinterpret_cast<const void*>(handle));
     std::lock_guard lock(mutex_);
     SS_EXPECTS(physical_.count(handle) != 0 && !released_.count(handle),
                "sim: release of physical memory that was not created, or released already");
@@ -112,6 +114,10 @@ class sim_memory final : public memory_source {
   }
   void map_physical(std::uintptr_t address, physical_handle handle, std::size_t granularity) override {
     inject_sim_fault(sim_faults().maps, "map_physical", reinterpret_cast<void*>(address));
+    {
+      std::lock_guard lock(mutex_);
+      expect_unmapped(address, granularity);
+    }
     void* at = ::mmap(reinterpret_cast<void*>(address), granularity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
                       file_, static_cast<off_t>(handle));
     if (at == MAP_FAILED) fail("mmap of a physical chunk");
@@ -144,6 +150,15 @@ class sim_memory final : public memory_source {
   memory_info memory() override { return device_.memory(); }
 
  private:
+  // A map over a mapped byte is refused, as cuMemMap refuses it; caller holds mutex_.
+  void expect_unmapped(std::uintptr_t address, std::size_t bytes) const {
+    const auto next = mapped_at_.lower_bound(address);
+    const bool overlaps_next = next != mapped_at_.end() && next->first < address + bytes;
+    const bool overlaps_previous =
+        next != mapped_at_.begin() && std::prev(next)->first + std::prev(next)->second.bytes > address;
+    SS_EXPECTS(!overlaps_next && !overlaps_previous, "sim: map of [", reinterpret_cast<void*>(address), ", +", bytes,
+               ") over a range already mapped");
+  }
   // The mappings that [address, address + bytes) covers, each whole, from its first byte to its
   // last with none missing between; caller holds mutex_.
   std::vector<std::uintptr_t> mappings_spanning(std::uintptr_t address, std::size_t bytes) const {
@@ -188,7 +203,7 @@ class sim_memory final : public memory_source {
     physical_handle handle;
     std::size_t bytes;
   };
-  std::unordered_map<std::uintptr_t, mapping> mapped_at_;  // by the address it begins at
+  std::map<std::uintptr_t, mapping> mapped_at_;  // by the address it begins at
   std::unordered_map<physical_handle, std::size_t> released_;  // released while mapped: its bytes
 };
 

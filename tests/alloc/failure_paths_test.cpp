@@ -56,6 +56,28 @@ TEST_F(FailurePaths, FailedUnmapLeavesTheChunkMappedAndKnown) {
   EXPECT_EQ(alloc.stats().reserved_bytes.current, 0);
 }
 
+TEST_F(FailurePaths, AFailedUnmapOfOneRunLeavesTheRunsBeforeItGivenBackAndItsOwnKnown) {
+  allocator_options options = with_segments(segment_kind::expandable);
+  options.repeat_plan = false;
+  caching_allocator alloc(device, options);
+  void* first = alloc.allocate(4 * mib, s);  // chunks 0-1
+  void* kept = alloc.allocate(2 * mib, s);   // chunk 2, live: it splits the free chunks into two runs
+  void* last = alloc.allocate(4 * mib, s);   // chunks 3-4
+  alloc.deallocate(first);
+  alloc.deallocate(last);
+  detail::sim_faults().unmaps.arm(1, 1);  // the first run's unmap passes, the second's fails
+  EXPECT_THROW(alloc.empty_cache(), cuda_error);
+  detail::sim_faults().unmaps.arm(0, 0);
+  EXPECT_EQ(alloc.stats().reserved_bytes.current, static_cast<std::int64_t>(6 * mib))
+      << "the second run and the live chunk are still held, the first run went";
+  expect_usable(alloc, s, 4 * mib);
+  EXPECT_NO_THROW(alloc.empty_cache());
+  EXPECT_EQ(alloc.stats().reserved_bytes.current, static_cast<std::int64_t>(2 * mib));
+  alloc.deallocate(kept);
+  alloc.empty_cache();
+  EXPECT_EQ(alloc.stats().reserved_bytes.current, 0);
+}
+
 TEST_F(FailurePaths, AFailedUnmapOfAnotherStreamsChunkDoesNotFailTheGrowth) {
   // remap takes another stream's free chunks when a stream climbs past its peak; that is
   // thrift, not need: the device has room, so the allocation maps new chunks instead.

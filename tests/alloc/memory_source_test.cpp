@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "alloc/memory_source.hpp"
+#include "alloc/sim_faults.hpp"
 #include "backends.hpp"
 #include "streamsafe/error.hpp"
 
@@ -24,12 +25,16 @@ class MemorySource : public testing::BackendTest {
     BackendTest::SetUp();
     if (IsSkipped()) return;
     source_ = detail::make_memory_source(device());
+    free_at_start_ = device().memory().free_bytes;
     chunk_ = std::size_t{2} << 20;
     base_ = source_->reserve(chunks * chunk_);
     for (std::size_t i = 0; i < chunks; ++i) source_->map_chunk(at(i), chunk_);
   }
   void TearDown() override {
-    if (source_ != nullptr) source_->release(base_, chunks * chunk_);
+    if (source_ == nullptr) return;
+    source_->release(base_, chunks * chunk_);
+    // Every chunk known to the source went back: none was forgotten while still mapped.
+    if (GetParam() != testing::test_backend::cuda) EXPECT_EQ(device().memory().free_bytes, free_at_start_);
   }
   [[nodiscard]] std::uintptr_t at(std::size_t chunk) const { return base_ + chunk * chunk_; }
   [[nodiscard]] std::uint32_t* words(std::size_t chunk) const { return reinterpret_cast<std::uint32_t*>(at(chunk)); }
@@ -46,6 +51,7 @@ class MemorySource : public testing::BackendTest {
   std::unique_ptr<detail::memory_source> source_;
   std::size_t chunk_ = 0;
   std::uintptr_t base_ = 0;
+  std::size_t free_at_start_ = 0;
 };
 
 TEST_P(MemorySource, ChunksReleasedWhenMappedHoldTheirBytesUntilTheirUnmap) {
@@ -80,7 +86,23 @@ TEST_P(MemorySource, AnUnmapOfChunksItDidNotMapIsRefusedAndLosesNothing) {
   source_->unmap_chunks(at(1), 1, chunk_);
   EXPECT_THROW(source_->unmap_chunks(at(0), 2, chunk_), usage_error);  // chunk 1 is not mapped any more
   EXPECT_TRUE(holds(stream, 0, 5));
+  EXPECT_THROW(source_->map_chunk(at(0), chunk_), usage_error);  // mapped already
+  EXPECT_TRUE(holds(stream, 0, 5));
+  EXPECT_NO_THROW(source_->unmap_chunks(at(0), 1, chunk_)) << "the refusals left chunk 0 mapped and known";
+  source_->map_chunk(at(0), chunk_);
   source_->map_chunk(at(1), chunk_);
+}
+
+TEST_P(MemorySource, AMapWhoseReleaseFailsGivesTheChunkBack) {
+  if (GetParam() == testing::test_backend::cuda) GTEST_SKIP() << "the fault is injected on sim";
+  source_->unmap_chunks(at(1), 1, chunk_);
+  const std::size_t free_before = device().memory().free_bytes;
+  detail::sim_faults().releases.arm(0, 1);
+  EXPECT_THROW(source_->map_chunk(at(1), chunk_), cuda_error);
+  detail::sim_faults().releases.arm(0, 0);
+  EXPECT_EQ(device().memory().free_bytes, free_before) << "the chunk's memory went back";
+  EXPECT_THROW(source_->unmap_chunks(at(1), 1, chunk_), usage_error) << "not left known as mapped";
+  source_->map_chunk(at(1), chunk_);  // the address maps again
 }
 
 STREAMSAFE_ALL_BACKENDS(MemorySource);
