@@ -1,11 +1,14 @@
 #include "alloc/pool_memory.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
 
 #include "runtime/stream_impl.hpp"
+#include "streamsafe/error.hpp"
 
 namespace streamsafe::detail {
 
@@ -179,6 +182,11 @@ bool pool_memory::finish_releases() noexcept {
   for (ready_release& r : ready) {
     try {
       give_back(*r.release.pool, r.release.taken, false);
+    } catch (const usage_error& e) {
+      // The books name memory the source no longer maps (a release that outlived its pool):
+      // not the device's failure but ours, fatal rather than booked into a pool that may be gone.
+      std::fprintf(stderr, "streamsafe: a waiting release failed: %s\n", e.what());
+      std::abort();
     } catch (...) {
       // give_back put what the device still holds back into the pool's books.
     }
