@@ -20,13 +20,16 @@ void memory_source::map_chunk(std::uintptr_t address, std::size_t granularity) {
     release_physical(handle, granularity);
     throw;
   }
-  bool released = false;
   try {
     release_physical(handle, granularity);  // the mapping keeps the memory; its unmap gives it back
-    released = true;
+  } catch (...) {
+    undo_map(address, granularity, &handle);
+    throw;
+  }
+  try {
     grant_access(address, granularity);
   } catch (...) {
-    undo_map(address, granularity, released ? nullptr : &handle);
+    undo_map(address, granularity, nullptr);
     throw;
   }
   std::lock_guard lock(chunks_mutex_);

@@ -114,14 +114,11 @@ class sim_memory final : public memory_source {
   }
   void map_physical(std::uintptr_t address, physical_handle handle, std::size_t granularity) override {
     inject_sim_fault(sim_faults().maps, "map_physical", reinterpret_cast<void*>(address));
-    {
-      std::lock_guard lock(mutex_);
-      expect_unmapped(address, granularity);
-    }
+    std::lock_guard lock(mutex_);
+    expect_unmapped(address, granularity);
     void* at = ::mmap(reinterpret_cast<void*>(address), granularity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
                       file_, static_cast<off_t>(handle));
     if (at == MAP_FAILED) fail("mmap of a physical chunk");
-    std::lock_guard lock(mutex_);
     ++mappings_[handle];
     mapped_at_[address] = {handle, granularity};
   }
@@ -129,13 +126,12 @@ class sim_memory final : public memory_source {
   void unmap_physical(std::uintptr_t address, std::size_t bytes) override {
     inject_sim_fault(sim_faults().unmaps, "unmap_physical", reinterpret_cast<void*>(address));
     std::lock_guard lock(mutex_);
-    const std::vector<std::uintptr_t> whole = mappings_spanning(address, bytes);
+    const std::vector<mapping_list::iterator> whole = mappings_spanning(address, bytes);
     // Back to reserved and inaccessible, as cuMemUnmap leaves it.
     void* at = ::mmap(reinterpret_cast<void*>(address), bytes, PROT_NONE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     if (at == MAP_FAILED) fail("mmap over an unmapped chunk");
-    for (const std::uintptr_t start : whole) {
-      const auto it = mapped_at_.find(start);
+    for (const mapping_list::iterator it : whole) {
       const physical_handle handle = it->second.handle;
       mapped_at_.erase(it);
       if (--mappings_[handle] == 0) {
@@ -150,6 +146,11 @@ class sim_memory final : public memory_source {
   memory_info memory() override { return device_.memory(); }
 
  private:
+  struct mapping {
+    physical_handle handle;
+    std::size_t bytes;
+  };
+  using mapping_list = std::map<std::uintptr_t, mapping>;
   // A map over a mapped byte is refused, as cuMemMap refuses it; caller holds mutex_.
   void expect_unmapped(std::uintptr_t address, std::size_t bytes) const {
     const auto next = mapped_at_.lower_bound(address);
@@ -161,8 +162,8 @@ class sim_memory final : public memory_source {
   }
   // The mappings that [address, address + bytes) covers, each whole, from its first byte to its
   // last with none missing between; caller holds mutex_.
-  std::vector<std::uintptr_t> mappings_spanning(std::uintptr_t address, std::size_t bytes) const {
-    std::vector<std::uintptr_t> whole;
+  std::vector<mapping_list::iterator> mappings_spanning(std::uintptr_t address, std::size_t bytes) {
+    std::vector<mapping_list::iterator> whole;
     std::uintptr_t at = address;
     while (at < address + bytes) {
       const auto it = mapped_at_.find(at);
@@ -170,7 +171,7 @@ class sim_memory final : public memory_source {
                  ") where nothing begins a mapping at ", reinterpret_cast<void*>(at));
       SS_EXPECTS(at + it->second.bytes <= address + bytes, "sim: unmap of [", reinterpret_cast<void*>(address),
                  ", +", bytes, ") splits the mapping at ", reinterpret_cast<void*>(at));
-      whole.push_back(at);
+      whole.push_back(it);
       at += it->second.bytes;
     }
     return whole;
@@ -199,11 +200,7 @@ class sim_memory final : public memory_source {
   std::map<std::size_t, std::vector<std::size_t>> free_offsets_;  // by size: a hole fits its own size
   std::unordered_map<physical_handle, void*> physical_;  // file offset -> its arena stand-in
   std::unordered_map<physical_handle, std::size_t> mappings_;  // file offset -> addresses mapping it
-  struct mapping {
-    physical_handle handle;
-    std::size_t bytes;
-  };
-  std::map<std::uintptr_t, mapping> mapped_at_;  // by the address it begins at
+  mapping_list mapped_at_;  // by the address each mapping begins at
   std::unordered_map<physical_handle, std::size_t> released_;  // released while mapped: its bytes
 };
 
