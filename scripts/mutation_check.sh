@@ -144,6 +144,10 @@ lifetime=alloc_lifetime_test
 mutation_in $lifetime forget-chunk-before-unmap "$source" \
   '  unmap_physical(address, count * granularity);  // a failure leaves the chunks known, still mapped' \
   '  for (std::size_t i = 0; i < count; ++i) chunks_.erase(address + i * granularity); unmap_physical(address, count * granularity);'
+mutation_in $lifetime unmap-run-spans-live-chunk "$release" \
+  '         taken.chunks[first + run].index == c.index + run) {' '         true) {'
+mutation_in alloc_trace_test:*MemorySource.* sim-release-frees-mapped-memory src/alloc/sim_memory.cpp \
+  '    if (mappings_[handle] != 0) {' '    if (false) {'
 mutation_in $lifetime failed-unmap-forgets-chunk "$release" \
   '    taken.chunks[i].owner->chunk_mapped[taken.chunks[i].index] = true;' ''
 mutation_in $lifetime retire-without-idle-query "$impl" \
