@@ -1,11 +1,12 @@
-# Session 36's second device call: first the VMM probe (bench/probes/vmm_batch_probe.cu, built
+# Session 37's first device call (planned in session 36, whose machine never started): first the
+# VMM probe (bench/probes/vmm_batch_probe.cu, built
 # here on the GPU machine: is one cuMemUnmap over several adjacent mappings allowed, and does a
 # handle released while mapped keep its memory until the unmap?), then at the tree's commit the
 # CLI, the allocator's GPU suites (with MemorySource, which checks the same on the cuda backend)
 # and replay_bench built with cuda on (sm_90); the suites; the calls matrix on cuda; one round of
 # bench/alloc/replay_bench.sh over every trace, streamsafe's default beside c10, idle and busy,
 # and its ratios. Everything lands in $OUT/run.tar.gz.
-#   run(command="bash bench/results/h200-2026-12-06-session36/run2/device_call.sh", carry=[".device-build"])
+#   run(command="bash bench/results/h200-2026-12-06-session37/run1/device_call.sh", carry=[".device-build"])
 set -u; R=/tmp/r; rm -rf $R; mkdir -p $R/tests; T=$PWD/.device-build/traces; build=/tmp/b; s=$(date +%s)
 pack() { tar czf $OUT/run.tar.gz -C /tmp r; }
 elapsed() { echo $(( $(date +%s)-s )); }
@@ -26,6 +27,6 @@ BACKEND=cuda TRACES=$T RESNET=$T/resnet50_train.alloc.csv.gz timeout 120 bash be
 for t in inf10_s1 inf10_s2_st4; do $build/tools/streamsafe/streamsafe replay $T/$t.csv.gz --backend cuda --iterations 10 --json > $R/$t.cuda.json 2>&1; done
 echo "matrix $(elapsed) s" | tee -a $R/log.txt; pack
 TR="$T/resnet50_train.alloc.csv.gz $PWD/bench/traces/gpt2_train.alloc.csv.gz $(echo $T/inf10_s{1,2,3,4,5,6}.csv.gz $T/inf10_s{1,2}_st4.csv.gz $T/inf2_s1.csv.gz)"
-RESOURCES="streamsafe:remap c10" MODES="idle busy" TRACES="$TR" RUN_TIMEOUT=40 timeout $(( 250-$(elapsed) )) bench/alloc/replay_bench.sh $R/round_1.jsonl > $R/round_1.stdout.txt 2>&1
+RESOURCES="streamsafe:remap c10" MODES="idle busy" TRACES="$TR" RUN_TIMEOUT=40 timeout $(( 520-$(elapsed) )) bench/alloc/replay_bench.sh $R/round_1.jsonl > $R/round_1.stdout.txt 2>&1
 python3 bench/alloc/replay_ratios.py $R/round_1.jsonl > $R/rounds.ratios.txt 2>&1
 echo "total $(elapsed) s" | tee -a $R/log.txt; pack
