@@ -480,6 +480,10 @@ iteration_plan::planned_blocks iteration_plan::blocks_of(const repeating_period&
 iteration_plan::unconfirmed_start iteration_plan::serve_unconfirmed(const repeating_period& period,
                                                                     std::unique_ptr<period_planning>& planning) {
   if (host_.host_syncs() == syncs_at_log_start_) return unconfirmed_start::wait;  // pools that only grew hold still
+  // Pools that called the device again in this turn's first requests did not keep last turn's
+  // layout: every turn waited would call again, where a plan (in their runs or an arena) calls a
+  // few times once.
+  if (workload_calls() != period.device_calls_at_turn_start) return unconfirmed_start::at_once;
   try {
     return fits_no_free_memory(period, planning) ? unconfirmed_start::at_once : unconfirmed_start::if_runs_hold;
   } catch (const std::bad_alloc&) {

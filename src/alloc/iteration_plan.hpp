@@ -269,10 +269,11 @@ class iteration_plan {
   [[nodiscard]] bool same_plan(const repeating_period& period) const;
   [[nodiscard]] static planned_blocks blocks_of(const repeating_period& period);
   /// How an unconfirmed period is served. When the pools moved memory while the log was kept
-  /// (they will again in every turn waited): at once when it fits in no free memory of theirs
-  /// within the slack (it needs an arena of its own whenever it starts); else at once only when
-  /// the pools' free runs, as lent at the next request, hold its plan, and otherwise once it is
-  /// confirmed (the runs may hold it then, with the bytes of the blocks it served so far).
+  /// (they will again in every turn waited): at once when they called the device again in this
+  /// turn's first requests, or when it fits in no free memory of theirs within the slack (it
+  /// needs an arena of its own whenever it starts); else at once only when the pools' free runs,
+  /// as lent at the next request, hold its plan, and otherwise once it is confirmed (the runs may
+  /// hold it then, with the bytes of the blocks it served so far).
   enum class unconfirmed_start : std::uint8_t { wait, at_once, if_runs_hold };
   [[nodiscard]] unconfirmed_start serve_unconfirmed(const repeating_period& period,
                                                     std::unique_ptr<period_planning>& planning);

@@ -248,8 +248,10 @@ std::optional<repeating_period> repeat_detector::take_period() {
 std::optional<repeating_period> repeat_detector::take_unconfirmed_period() {
   if (period_ == 0 || unconfirmed_at_ == 0) return std::nullopt;
   // The turn freed every block it allocated: each lifetime is its own instance's.
-  repeating_period out = cut_period(std::exchange(unconfirmed_at_, 0), 0);
+  const std::uint64_t turn_end = std::exchange(unconfirmed_at_, 0);
+  repeating_period out = cut_period(turn_end, 0);
   out.unconfirmed = true;
+  out.device_calls_at_turn_start = calls_at(turn_end + 1);
   return out;
 }
 

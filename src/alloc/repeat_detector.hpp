@@ -47,6 +47,9 @@ struct repeating_period {
   /// Taken at its first sighting, unconfirmed: the turn cut ended before the latest request, so
   /// the period being served began already (its first requests went to the pools).
   bool unconfirmed = false;
+  /// Unconfirmed: the allocator's device calls when the turn being served began (its first
+  /// requests went to the pools, which may have called the device for them again).
+  std::uint64_t device_calls_at_turn_start = 0;
 };
 
 /// Not thread-safe: the caller serializes (a workload that interleaves threads does not repeat).

@@ -244,6 +244,7 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
   /// bytes they share (checked by the oracle). The iteration's blocks.
   std::vector<live_block> expect_late_work_waited_for(const std::vector<step>& steps);
   void expect_wait_for_a_recorded_stream(int served);
+  void offer_runs_that_then_shrink(const std::vector<step>& steps);
   [[nodiscard]] allocator_stats plan_stats() const {
     allocator_stats s;
     parts_->plan.add_stats(s);
@@ -473,23 +474,44 @@ TEST_P(PlanFixture, ALoopWhosePlanThePoolsFreeRunsHoldIsServedInTheirMemoryFromI
   EXPECT_EQ(plan_stats().num_plan_activations, 1u);
 }
 
-TEST_P(PlanFixture, ALoopWhoseRunsNoLongerHoldItsPlanWhenItWouldBeginIsConfirmedFirst) {
-  // At the offer the pools' runs hold the plan (so it needs no arena); a request later, when it
-  // would begin, they do not (the offering request was a free the pools had not taken yet, or
-  // another thread took the run): a plan in their memory may still start once the period is
-  // confirmed, so it waits for that instead of taking an arena.
-  const std::vector<step> steps = late_then_a();
+/// The pools moved memory in the first turn; at the offer their runs hold the plan, and a
+/// request later, when it would begin, they do not (the offering request was a free the pools had
+/// not taken yet, or another thread took the run).
+void PlanFixture::offer_runs_that_then_shrink(const std::vector<step>& steps) {
   iterate(steps);
   parts_->host.pool_moves = 1;
   const std::uintptr_t base = lend_from_late(4 * mib);
   const std::shared_ptr<detail::StreamImpl> lender = detail::share_stream(parts_->late.impl());
   parts_->host.views_in_turn = {{{base, 4 * mib, lender}}, {{base, 512 * kib, lender}}};
+}
+
+TEST_P(PlanFixture, ALoopWhoseRunsNoLongerHoldItsPlanWhenItWouldBeginIsConfirmedFirst) {
+  // The pools made no device call in the second turn: a plan in their memory may still start
+  // once the period is confirmed, so it waits for that instead of taking an arena.
+  const std::vector<step> steps = late_then_a();
+  offer_runs_that_then_shrink(steps);
+  parts_->host.settled = true;
   iterate(steps);
   EXPECT_EQ(plan_stats().num_plan_activations, 0u) << "confirmed first";
   EXPECT_TRUE(parts_->host.views_in_turn.empty()) << "looked at the runs at the offer and when it would begin";
   iterate(steps);
   EXPECT_EQ(plan_stats().num_plan_activations, 1u);
   EXPECT_EQ(parts_->host.reserved, 0) << "confirmed, in the memory the pools lent";
+}
+
+TEST_P(PlanFixture, ALoopWhosePoolsCalledTheDeviceAgainInItsSecondTurnIsServedFromItInAnArenaOfItsOwn) {
+  // The pools called the device in the second turn's first requests too: they did not keep the
+  // first turn's layout, and every turn waited would call again, so the plan starts at once, in
+  // an arena of its own where their runs no longer hold it.
+  const std::vector<step> steps = late_then_a();
+  offer_runs_that_then_shrink(steps);
+  parts_->host.to_lend.front().bytes = 512 * kib;  // what the pools lend when it begins
+  (void)expect_late_work_waited_for(steps);
+  EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "served unconfirmed";
+  EXPECT_GT(parts_->host.reserved, 0) << "in an arena of its own";
+  iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+  EXPECT_EQ(plan_stats().num_plan_activations, 1u);
 }
 
 TEST_P(PlanFixture, ALoopThatFitsNoFreeMemoryOfThePoolsIsServedFromItsSecondTurnThoughItsLargestBlockFitsARun) {
