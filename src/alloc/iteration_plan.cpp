@@ -624,17 +624,27 @@ bool iteration_plan::release_excess(std::size_t peak_live) {
     held = false;  // the pools booked what the device took back; the plan does not start here
   }
   if (held) return true;
+  give_back_lent();
+  return false;
+}
+
+std::vector<bool> iteration_plan::ranges_used(const std::vector<std::size_t>& ends, const std::vector<std::size_t>& offsets) {
+  std::vector<bool> used(ends.size(), false);
+  for (const std::size_t offset : offsets) {
+    const auto in = static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), offset) - ends.begin());
+    if (in < used.size()) used[in] = true;  // past the ends: a range the plan maps beside them
+  }
+  return used;
+}
+
+void iteration_plan::give_back_lent() {
   for (const arena_range& r : std::exchange(ranges_, {})) host_.take_back(lent_range{r.address, r.bytes, r.lender}, {});
   span_ = 0;
-  return false;
 }
 
 void iteration_plan::keep_used_ranges(const std::vector<lent_range>& lent, const std::vector<std::size_t>& ends,
                                       const offset_plan* plan) {
-  std::vector<bool> used(lent.size(), false);
-  if (plan != nullptr) {
-    for (const std::size_t offset : plan->offsets) used[std::upper_bound(ends.begin(), ends.end(), offset) - ends.begin()] = true;
-  }
+  const std::vector<bool> used = plan != nullptr ? ranges_used(ends, plan->offsets) : std::vector<bool>(lent.size(), false);
   for (std::size_t i = 0; i < lent.size(); ++i) {
     if (used[i]) {
       ranges_.push_back({lent[i].address, lent[i].bytes, ends[i] - lent[i].bytes, lent[i].lender});
@@ -728,9 +738,59 @@ const offset_planner& iteration_plan::planned(std::optional<offset_planner>& pla
 bool iteration_plan::plan_in_new_arena(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                        std::vector<std::size_t>& offsets, std::optional<offset_planner>& planner) {
   offset_plan plan = planned(planner, lifetimes, period).plan();
+  const std::size_t arena = round_up(plan.footprint, granularity_);
+  if (plan_beside_runs(lifetimes, period, arena, offsets, *planner)) return true;
   // The pools never call into the plan, so their locks may be taken under ours.
   host_.release_pool_cache();
-  if (!map_arena(round_up(plan.footprint, granularity_))) return false;
+  if (!map_arena(arena)) return false;
+  offsets = std::move(plan.offsets);
+  return true;
+}
+
+bool iteration_plan::plan_beside_runs(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
+                                      std::size_t arena, std::vector<std::size_t>& offsets,
+                                      const offset_planner& planner) {
+  const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
+  if (lent.empty()) return false;
+  std::vector<std::size_t> ends = range_ends(lent);
+  const std::size_t runs = ends.back();
+  offset_plan plan;
+  bool worth = false;
+  try {
+    // The new range holds what the runs do not, never more than the arena alone: placing stops
+    // past it.
+    ends.push_back(runs + arena);
+    plan = planner.plan(ends, runs + arena);
+    ends.pop_back();
+    if (plan.footprint <= runs + arena) {
+      const std::vector<bool> used = ranges_used(ends, plan.offsets);
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < lent.size(); ++i) kept += used[i] ? lent[i].bytes : 0;
+      const std::size_t beside = plan.footprint > runs ? round_up(plan.footprint - runs, granularity_) : 0;
+      const std::size_t peak = peak_live_bytes(lifetimes, period, &switch_scratch_);
+      // The runs the plan uses stay mapped and only the rest of the pools' cache goes back,
+      // when the kept runs and the new range reserve no more than the slack above the period's
+      // peak, or than the arena alone would.
+      worth = kept + beside <= std::max(arena, peak + host_.slack_beside(peak));
+    }
+  } catch (...) {
+    for (const lent_range& r : lent) host_.take_back(r, {});  // the plan never touched them
+    throw;
+  }
+  keep_used_ranges(lent, ends, worth ? &plan : nullptr);
+  if (!worth) return false;
+  bool mapped = false;
+  try {
+    host_.release_pool_cache();
+    mapped = plan.footprint <= runs || map_arena(round_up(plan.footprint - runs, granularity_));
+  } catch (...) {
+    give_back_lent();
+    throw;
+  }
+  if (!mapped) {
+    give_back_lent();
+    return false;
+  }
   offsets = std::move(plan.offsets);
   return true;
 }
@@ -796,8 +856,8 @@ bool iteration_plan::map_arena(std::size_t bytes) {
   for (std::size_t offset = 0; offset < bytes; offset += granularity_) {
     host_.tell_mapping(base + offset, granularity_, mapping_change::mapped);
   }
-  ranges_.push_back({base, bytes, 0, nullptr});
-  span_ = bytes;
+  ranges_.push_back({base, bytes, span_, nullptr});  // after the lent ranges the plan keeps, if any
+  span_ += bytes;
   host_.note_reserved(static_cast<std::int64_t>(bytes), 1);
   return true;
 }
@@ -941,7 +1001,7 @@ void iteration_plan::release_pools_left_over() {
   // A plan in an arena of its own has served a whole period: the blocks the pools served before
   // it began are freed, and the chunks that held them would stay cached beside the arena.
   left_over_released_ = true;  // once per arena: a plan started again over it finds the pools as they served
-  if (ranges_.empty() || ranges_.front().lender != nullptr) return;
+  if (std::none_of(ranges_.begin(), ranges_.end(), [](const arena_range& r) { return r.lender == nullptr; })) return;
   // Their last uses may still be queued (a training step's kernels): the chunks leave the pools'
   // books now and go to the device once that work is done, asked every release_poll_interval
   // requests, so the plan's requests never wait for the device.

@@ -11,10 +11,12 @@
 // The arena. The pools lend the plan their free mapped blocks first, and the period is planned
 // over them (no block straddles two): when they hold it, and the pools' reserved bytes stay
 // within the allocator's slack above live bytes, the plan starts without a device call. Else
-// the lent blocks go back, the pools' free memory goes to the device, and one arena is mapped
-// for the plan (four device calls). Lent blocks go back to their pools with the pools' streams
-// ordered after the plan's (event waits, no host sync); a mapped arena is unmapped only after
-// the streams that used it finished.
+// the plan may keep the runs it uses and map a range beside them for the rest, when that
+// reserves no more than the slack above the period's peak or than an arena of its own would;
+// failing that, the lent blocks go back, the pools' free memory goes to the device, and one
+// arena is mapped for the plan (five device calls). Lent blocks go back to their pools with the
+// pools' streams ordered after the plan's (event waits, no host sync); a mapped arena is
+// unmapped only after the streams that used it finished.
 //
 // Planning on a thread (allocator_options::plan_in_background). When the pools served the
 // period without a device call, the period may be planned on a thread of its own
@@ -239,6 +241,12 @@ class iteration_plan {
   void drop_job();
   /// drop_job, and the period is recorded again.
   void abandon_job();
+  /// For each range ending at `ends` (in the plan's offsets): whether a block at `offsets` lies in it.
+  [[nodiscard]] static std::vector<bool> ranges_used(const std::vector<std::size_t>& ends,
+                                                     const std::vector<std::size_t>& offsets);
+  /// The lent ranges the plan kept go back to their pools untouched (no block of it ever
+  /// started there).
+  void give_back_lent();
   /// The ranges of `lent` that `plan` uses become the arena, the rest go back; all go back when
   /// `plan` is null.
   void keep_used_ranges(const std::vector<lent_range>& lent, const std::vector<std::size_t>& ends,
@@ -322,6 +330,14 @@ class iteration_plan {
   /// period serves every plan of it the switch tries.
   [[nodiscard]] const offset_planner& planned(std::optional<offset_planner>& planner,
                                               const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period);
+  /// Plans `lifetimes` over the pools' free runs and a range mapped beside them for what they do
+  /// not hold, when that reserves no more than the slack above the period's peak or than an
+  /// `arena` of their own would; false, the runs given back, when not (or the range could not
+  /// be mapped).
+  [[nodiscard]] bool plan_beside_runs(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
+                                      std::size_t arena, std::vector<std::size_t>& offsets,
+                                      const offset_planner& planner);
+  /// Maps a range of `bytes` for the plan, after the ranges it holds (offsets from span_ on).
   [[nodiscard]] bool map_arena(std::size_t bytes);
   /// The range of the arena holding `offset`, and the address there.
   [[nodiscard]] std::size_t range_at(std::size_t offset) const;

@@ -68,6 +68,7 @@ class always_growing_host final : public detail::plan_host {
   }
   void take_back(const detail::lent_range& range, const std::vector<detail::StreamImpl*>& users) override {
     taken_back.push_back({range, users});
+    if (relend_taken_back) to_lend.push_back(range);
   }
   [[nodiscard]] bool within_slack(std::size_t /*more_live*/) const override {
     return pool_releases >= over_slack_until_releases;
@@ -95,6 +96,7 @@ class always_growing_host final : public detail::plan_host {
   std::vector<detail::lent_range> view_instead;  // when set: what the view shows, not to_lend
   std::vector<std::vector<detail::lent_range>> views_in_turn;  // when set: the next views, one per look
   bool settled = false;  // the pools make no device call any more
+  bool relend_taken_back = false;  // a range given back is lent again at the next look, as pools would
   struct returned {
     detail::lent_range range;
     std::vector<detail::StreamImpl*> users;
@@ -526,6 +528,33 @@ TEST_P(PlanFixture, ALoopThatFitsNoFreeMemoryOfThePoolsIsServedFromItsSecondTurn
   EXPECT_GT(parts_->host.reserved, 0);
   iterate(steps);
   EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+}
+
+TEST_P(PlanFixture, ALoopThePoolsRunsHoldInPartIsPlannedOverThemAndARangeMappedBesideThem) {
+  // Two 4 MiB blocks live together, a's (the longer) and late's; the pools lend one 4 MiB run:
+  // the plan keeps the run for a's block and maps 4 MiB beside it for late's, where an arena of
+  // its own would map 8 MiB after the run went back.
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {4 * mib, 1, 0}, {0, 0, 1}, {0, 0, 0}});
+  iterate(steps);
+  parts_->host.pool_moves = 1;
+  parts_->host.relend_taken_back = true;
+  const std::uintptr_t run = lend_from_late(4 * mib);
+  const std::vector<live_block> second = iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "served unconfirmed";
+  EXPECT_EQ(plan_stats().plan_arena_bytes, 8 * mib) << "the lent run and the range beside it";
+  EXPECT_EQ(parts_->host.reserved, static_cast<std::int64_t>(4 * mib)) << "mapped only what the run does not hold";
+  EXPECT_GE(parts_->host.pool_releases, 1) << "the rest of the pools' cache went back";
+  const std::size_t first = steps.size() - 4;
+  ASSERT_TRUE(second[first].planned && second[first + 1].planned);
+  const auto in_run = [run](const live_block& b) {
+    const auto at = reinterpret_cast<std::uintptr_t>(b.ptr);
+    return at >= run && at + b.bytes <= run + 4 * mib;
+  };
+  EXPECT_TRUE(in_run(second[first])) << "a's block in the lent run";
+  EXPECT_FALSE(in_run(second[first + 1])) << "late's in the range beside it";
+  iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+  EXPECT_EQ(plan_stats().num_plan_activations, 1u);
 }
 
 TEST_P(PlanFixture, ALoopWhosePlanFitsThePoolsRunsOnlyBeyondTheSlackIsServedFromItsSecondTurn) {
