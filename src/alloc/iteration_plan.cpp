@@ -204,9 +204,9 @@ bool iteration_plan::begin_with(const request& next) {
   }
   // Not begun, the unconfirmed period goes on being confirmed, and is offered again once it is.
   if (if_runs_hold && !fits_runs_lent_now(period, planning)) return false;
-  detector_.drop_period();
   calls_at_activation_ = workload_calls();
-  activate(std::move(period), std::move(planning));  // the log pauses: resume_recording may go on with it
+  if (!activate(std::move(period), std::move(planning))) return false;
+  detector_.drop_period();  // the log pauses: resume_recording may go on with it
   return true;
 }
 
@@ -356,7 +356,7 @@ bool iteration_plan::same_plan(const repeating_period& period) const {
   return has_arena() && !blocks_.empty() && period.requests == book_.requests && period.lifetimes == book_.lifetimes;
 }
 
-void iteration_plan::activate(repeating_period period, std::unique_ptr<period_planning> planning) {
+bool iteration_plan::activate(repeating_period period, std::unique_ptr<period_planning> planning) {
   // The planner's temporaries live in the scratch until the switch is over.
   struct scratch_released {
     iteration_plan& plan;
@@ -370,7 +370,7 @@ void iteration_plan::activate(repeating_period period, std::unique_ptr<period_pl
     forget_occupants();
     ++activations_;
     phase_.store(phase::active, std::memory_order_release);
-    return;
+    return true;
   }
   if (!planning) {
     planning = std::make_unique<period_planning>();
@@ -382,10 +382,11 @@ void iteration_plan::activate(repeating_period period, std::unique_ptr<period_pl
   std::vector<std::size_t>& block_at = blocks.block_at;
   if (lifetimes.empty()) {
     settle();
-    return;
+    return true;
   }
   if (has_arena()) release_arena();
   const std::uint64_t length = period.requests.size();
+  const bool unconfirmed = period.unconfirmed;
   std::vector<std::size_t> offsets;
   std::optional<offset_planner>& planner = planning->planner;  // built once, for every plan tried below
   const bool pools_settled = period.device_calls == 0 && !period.unconfirmed;
@@ -400,11 +401,11 @@ void iteration_plan::activate(repeating_period period, std::unique_ptr<period_pl
     if (fits_as_placed(lifetimes, addresses, length) &&
         plan_in_place(lifetimes, length, addresses, placement::as_placed, offsets, planner)) {
       start_plan_or_release(lifetimes, offsets, std::move(book));
-      return;
+      return true;
     }
     book_ = std::move(book);
     if (!start_job(std::move(lifetimes))) settle();  // nothing to lend: the pools go on
-    return;
+    return true;
   }
   // Pools that moved memory for the period give back what a plan in theirs leaves over; pools
   // that made no call keep their cache, and settle when the plan would not fit within the slack.
@@ -419,12 +420,16 @@ void iteration_plan::activate(repeating_period period, std::unique_ptr<period_pl
       detector_.set_aside(length);
       set_aside_in_log_ = detector_.log_start();
       phase_.store(phase::recording, std::memory_order_release);
-      return;
+      return true;
     }
-    settle();  // no room for the arena: the pools go on, and a later growth looks again
-    return;
+    // No room for the arena. An unconfirmed period goes on being confirmed: at its cut the
+    // pools may hold it. Else the pools go on, and a later growth looks again.
+    if (unconfirmed) return false;
+    settle();
+    return true;
   }
   start_plan_or_release(lifetimes, offsets, std::move(book));
+  return true;
 }
 
 void iteration_plan::start_plan_or_release(const std::vector<cyclic_lifetime>& lifetimes,
@@ -628,6 +633,24 @@ bool iteration_plan::release_excess(std::size_t peak_live) {
   return false;
 }
 
+bool iteration_plan::device_may_hold(std::size_t bytes) {
+  // The device's free memory and what giving the pools' cache back would add (the whole chunks
+  // of their largest free runs): a range beyond both fails after the cache went back, and the
+  // pools map it again.
+  std::size_t room = 0;
+  try {
+    room = source_.memory().free_bytes;
+  } catch (const std::exception&) {
+    return true;  // no answer: the mapping itself tells
+  }
+  for (const lent_range& r : host_.free_memory_view(max_ranges)) {
+    const std::uintptr_t first = round_up(r.address, granularity_);
+    const std::uintptr_t end = (r.address + r.bytes) / granularity_ * granularity_;
+    room += end > first ? end - first : 0;
+  }
+  return room >= bytes;
+}
+
 std::vector<bool> iteration_plan::ranges_used(const std::vector<std::size_t>& ends, const std::vector<std::size_t>& offsets) {
   std::vector<bool> used(ends.size(), false);
   for (const std::size_t offset : offsets) {
@@ -740,6 +763,7 @@ bool iteration_plan::plan_in_new_arena(const std::vector<cyclic_lifetime>& lifet
   offset_plan plan = planned(planner, lifetimes, period).plan();
   const std::size_t arena = round_up(plan.footprint, granularity_);
   if (plan_beside_runs(lifetimes, period, arena, offsets, *planner)) return true;
+  if (!device_may_hold(arena)) return false;  // the pools keep their cache
   // The pools never call into the plan, so their locks may be taken under ours.
   host_.release_pool_cache();
   if (!map_arena(arena)) return false;
@@ -755,6 +779,7 @@ bool iteration_plan::plan_beside_runs(const std::vector<cyclic_lifetime>& lifeti
   std::vector<std::size_t> ends = range_ends(lent);
   const std::size_t runs = ends.back();
   offset_plan plan;
+  std::size_t beside = 0;  // the bytes of the range mapped beside the runs
   bool worth = false;
   try {
     // The new range holds what the runs do not, never more than the arena alone: placing stops
@@ -766,7 +791,7 @@ bool iteration_plan::plan_beside_runs(const std::vector<cyclic_lifetime>& lifeti
       const std::vector<bool> used = ranges_used(ends, plan.offsets);
       std::size_t kept = 0;
       for (std::size_t i = 0; i < lent.size(); ++i) kept += used[i] ? lent[i].bytes : 0;
-      const std::size_t beside = plan.footprint > runs ? round_up(plan.footprint - runs, granularity_) : 0;
+      beside = plan.footprint > runs ? round_up(plan.footprint - runs, granularity_) : 0;
       const std::size_t peak = peak_live_bytes(lifetimes, period, &switch_scratch_);
       // The runs the plan uses stay mapped and only the rest of the pools' cache goes back,
       // when the kept runs and the new range reserve no more than the slack above the period's
@@ -779,10 +804,14 @@ bool iteration_plan::plan_beside_runs(const std::vector<cyclic_lifetime>& lifeti
   }
   keep_used_ranges(lent, ends, worth ? &plan : nullptr);
   if (!worth) return false;
+  if (!device_may_hold(beside)) {
+    give_back_lent();  // the pools keep their cache
+    return false;
+  }
   bool mapped = false;
   try {
     host_.release_pool_cache();
-    mapped = plan.footprint <= runs || map_arena(round_up(plan.footprint - runs, granularity_));
+    mapped = beside == 0 || map_arena(beside);
   } catch (...) {
     give_back_lent();
     throw;

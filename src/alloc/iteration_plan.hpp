@@ -224,8 +224,10 @@ class iteration_plan {
   /// so the plan starts (or the pools settle), else the period is rejected.
   [[nodiscard]] bool begin_with(const request& next);
   /// Starts the plan of `period`; `planning`, when given, was made for this period (its serve
-  /// decision's), else the blocks are found and the planner built here.
-  void activate(repeating_period period, std::unique_ptr<period_planning> planning = nullptr);
+  /// decision's), else the blocks are found and the planner built here. False, the period not
+  /// taken, when it is unconfirmed and no memory holds its plan (it may be confirmed instead);
+  /// else true: the plan started, or the pools settled or set the period aside.
+  [[nodiscard]] bool activate(repeating_period period, std::unique_ptr<period_planning> planning = nullptr);
   /// While a job plans the period: `next`, the request about to be numbered, is the period's
   /// (the pools serve it, or, at the start of a period with the job done, the plan does) or it
   /// is not (the job is given up, and the period recorded again).
@@ -337,6 +339,9 @@ class iteration_plan {
   [[nodiscard]] bool plan_beside_runs(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                       std::size_t arena, std::vector<std::size_t>& offsets,
                                       const offset_planner& planner);
+  /// Whether the device's free memory, with the pools' cache given back, may hold a new range of
+  /// `bytes` (no answer from the device: true).
+  [[nodiscard]] bool device_may_hold(std::size_t bytes);
   /// Maps a range of `bytes` for the plan, after the ranges it holds (offsets from span_ on).
   [[nodiscard]] bool map_arena(std::size_t bytes);
   /// The range of the arena holding `offset`, and the address there.

@@ -446,6 +446,7 @@ TEST_P(PlanFixture, ALoopWhosePoolsMovedMemoryIsServedFromItsSecondTurnAndReuseS
   iterate(steps);
   ASSERT_EQ(plan_stats().num_plan_activations, 0u);
   parts_->host.pool_moves = 1;  // what remap's moves made of the first turn
+  parts_->host.settled = true;  // no call in the second turn: the check below decides
   const std::vector<live_block> second = expect_late_work_waited_for(steps);
   EXPECT_EQ(plan_stats().num_plan_activations, 1u);
   EXPECT_FALSE(second.front().planned) << "the turn's first requests, served before the plan began, are the pools'";
@@ -465,6 +466,7 @@ TEST_P(PlanFixture, ALoopWhosePlanThePoolsFreeRunsHoldIsServedInTheirMemoryFromI
   const std::vector<step> steps = late_then_a();
   iterate(steps);
   parts_->host.pool_moves = 1;
+  parts_->host.settled = true;  // no call in the second turn: the check below decides
   (void)lend_from_late(4 * mib);
   (void)expect_late_work_waited_for(steps);
   EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "served unconfirmed";
@@ -502,16 +504,19 @@ TEST_P(PlanFixture, ALoopWhoseRunsNoLongerHoldItsPlanWhenItWouldBeginIsConfirmed
 }
 
 TEST_P(PlanFixture, ALoopWhosePoolsCalledTheDeviceAgainInItsSecondTurnIsServedFromItInAnArenaOfItsOwn) {
-  // The pools called the device in the second turn's first requests too: they did not keep the
-  // first turn's layout, and every turn waited would call again, so the plan starts at once, in
-  // an arena of its own where their runs no longer hold it.
+  // The pools called the device for the second turn's first requests too (and no more before
+  // the offer): they did not keep the first turn's layout, and every turn waited would call
+  // again, so the plan starts at once, in an arena of its own where their runs no longer hold it.
   const std::vector<step> steps = late_then_a();
   offer_runs_that_then_shrink(steps);
   parts_->host.to_lend.front().bytes = 512 * kib;  // what the pools lend when it begins
-  (void)expect_late_work_waited_for(steps);
+  parts_->host.settled = true;
+  (void)iterate(steps, [this](std::size_t request, bool /*before_free*/) {
+    parts_->host.settled = request >= 3;  // calls while the turn's first requests are served
+  });
   EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "served unconfirmed";
   EXPECT_GT(parts_->host.reserved, 0) << "in an arena of its own";
-  iterate(steps);
+  (void)expect_late_work_waited_for(steps);
   EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
   EXPECT_EQ(plan_stats().num_plan_activations, 1u);
 }
@@ -522,12 +527,34 @@ TEST_P(PlanFixture, ALoopThatFitsNoFreeMemoryOfThePoolsIsServedFromItsSecondTurn
   const std::vector<step> steps = with_fillers({{1 * mib, 1, 0}, {1 * mib, 0, 0}, {0, 0, 0}, {0, 0, 1}});
   iterate(steps);
   parts_->host.pool_moves = 1;
+  parts_->host.settled = true;  // no call in the second turn: the check below decides
   parts_->host.view_instead = {{0x7000'0000'0000, 1 * mib + 64 * kib, nullptr}, {0x7100'0000'0000, 512 * kib, nullptr}};
   iterate(steps);
   EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "served unconfirmed, in an arena of its own";
   EXPECT_GT(parts_->host.reserved, 0);
   iterate(steps);
   EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+}
+
+TEST_P(PlanFixture, AnUnconfirmedPeriodWhoseArenaTheDeviceCannotHoldIsConfirmedFirstAndThePoolsKeepTheirCache) {
+  // A tight device: the 96 MiB arena fits in neither its free memory nor that with the pools'
+  // cache given back. Releasing the cache first would only make the pools map it all again.
+  const std::vector<step> steps = with_fillers({{96 * mib, 0, 0}, {0, 0, 0}});
+  iterate(steps);
+  parts_->host.pool_moves = 1;
+  const std::uintptr_t held = parts_->source->reserve(100 * mib);
+  parts_->source->map_chunk(held, 100 * mib);
+  lent_.emplace_back(held, 100 * mib);
+  ASSERT_LT(parts_->device.memory().free_bytes, 96 * mib);
+  iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_activations, 0u);
+  EXPECT_EQ(parts_->host.pool_releases, 0) << "the cache stayed";
+  EXPECT_EQ(parts_->host.reserved, 0);
+  parts_->source->release(held, 100 * mib);  // room again
+  lent_.pop_back();
+  iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "confirmed meanwhile (not settled), it began in this turn";
+  EXPECT_GT(parts_->host.reserved, 0) << "in an arena of its own";
 }
 
 TEST_P(PlanFixture, ALoopThePoolsRunsHoldInPartIsPlannedOverThemAndARangeMappedBesideThem) {

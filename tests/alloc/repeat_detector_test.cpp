@@ -100,12 +100,15 @@ TEST(RepeatDetector, OffersTheFirstTurnOfALoopThatFreesAllItAllocatesAsSoonAsIts
   repeat_detector detector;
   feeder feed(detector);
   const loop_shape shape = random_loop(1, 200);
+  feed.calls = 490;  // the pools' calls before the first turn's last request was served
   ASSERT_FALSE(feed.iteration(shape).has_value());
+  feed.calls = 500;  // and after: where the second turn begins
   const std::size_t per_iteration = shape.sizes.size() * 4;
   // The second turn, request by request, until the detector offers the first.
   std::optional<repeating_period> offered;
   for (std::size_t i = 0; i < 40 && !offered; ++i) {
     (void)feed.alloc(shape.sizes[i]);
+    feed.calls = 520;  // the pools called the device for the second turn's requests
     if (auto p = detector.take_unconfirmed_period()) offered = std::move(p);
     if (offered) break;
     const std::uint64_t temp = feed.alloc(shape.sizes[i] / 2 + 512);
@@ -118,6 +121,7 @@ TEST(RepeatDetector, OffersTheFirstTurnOfALoopThatFreesAllItAllocatesAsSoonAsIts
   EXPECT_TRUE(offered->unconfirmed);
   EXPECT_EQ(offered->requests.size(), per_iteration);
   EXPECT_EQ(offered->first_sequence, per_iteration + 1) << "cut where the first turn ended";
+  EXPECT_EQ(offered->device_calls_at_turn_start, 500u) << "the calls before the second turn's first request";
   EXPECT_EQ(offered->requests.front().bytes, shape.sizes.front());
   for (std::size_t t = 0; t < offered->requests.size(); ++t) {
     if (offered->requests[t].kind == request_kind::alloc) EXPECT_GT(offered->lifetimes[t], 0u) << "at " << t;
