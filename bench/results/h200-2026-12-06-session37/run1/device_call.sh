@@ -27,6 +27,6 @@ BACKEND=cuda TRACES=$T RESNET=$T/resnet50_train.alloc.csv.gz timeout 120 bash be
 for t in inf10_s1 inf10_s2_st4; do $build/tools/streamsafe/streamsafe replay $T/$t.csv.gz --backend cuda --iterations 10 --json > $R/$t.cuda.json 2>&1; done
 echo "matrix $(elapsed) s" | tee -a $R/log.txt; pack
 TR="$T/resnet50_train.alloc.csv.gz $PWD/bench/traces/gpt2_train.alloc.csv.gz $(echo $T/inf10_s{1,2,3,4,5,6}.csv.gz $T/inf10_s{1,2}_st4.csv.gz $T/inf2_s1.csv.gz)"
-RESOURCES="streamsafe:remap c10" MODES="idle busy" TRACES="$TR" RUN_TIMEOUT=40 timeout $(( 520-$(elapsed) )) bench/alloc/replay_bench.sh $R/round_1.jsonl > $R/round_1.stdout.txt 2>&1
+RESOURCES="streamsafe:remap c10" MODES="idle busy" TRACES="$TR" RUN_TIMEOUT=40 timeout $(( 430-$(elapsed) )) bench/alloc/replay_bench.sh $R/round_1.jsonl > $R/round_1.stdout.txt 2>&1
 python3 bench/alloc/replay_ratios.py $R/round_1.jsonl > $R/rounds.ratios.txt 2>&1
 echo "total $(elapsed) s" | tee -a $R/log.txt; pack
