@@ -609,7 +609,7 @@ bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes
              (how == placement::or_planned &&
               (plan = planned(planner, lifetimes, period).plan(ends, total)).footprint <= total));
   } catch (...) {
-    for (const lent_range& r : lent) host_.take_back(r, {});  // the plan never touched them
+    take_back_untouched(lent);
     throw;
   }
   keep_used_ranges(lent, ends, holds ? &plan : nullptr);
@@ -658,6 +658,10 @@ std::vector<bool> iteration_plan::ranges_used(const std::vector<std::size_t>& en
     if (in < used.size()) used[in] = true;  // past the ends: a range the plan maps beside them
   }
   return used;
+}
+
+void iteration_plan::take_back_untouched(const std::vector<lent_range>& lent) {
+  for (const lent_range& r : lent) host_.take_back(r, {});  // the plan never touched them
 }
 
 void iteration_plan::give_back_lent() {
@@ -799,22 +803,20 @@ bool iteration_plan::plan_beside_runs(const std::vector<cyclic_lifetime>& lifeti
       worth = kept + beside <= std::max(arena, peak + host_.slack_beside(peak));
     }
   } catch (...) {
-    for (const lent_range& r : lent) host_.take_back(r, {});  // the plan never touched them
+    take_back_untouched(lent);
     throw;
   }
   keep_used_ranges(lent, ends, worth ? &plan : nullptr);
   if (!worth) return false;
-  if (!device_may_hold(beside)) {
-    give_back_lent();  // the pools keep their cache
-    return false;
-  }
   bool mapped = false;
-  try {
-    host_.release_pool_cache();
-    mapped = beside == 0 || map_arena(beside);
-  } catch (...) {
-    give_back_lent();
-    throw;
+  if (device_may_hold(beside)) {  // else the pools keep their cache
+    try {
+      host_.release_pool_cache();
+      mapped = beside == 0 || map_arena(beside);
+    } catch (...) {
+      give_back_lent();
+      throw;
+    }
   }
   if (!mapped) {
     give_back_lent();

@@ -246,6 +246,8 @@ class iteration_plan {
   /// For each range ending at `ends` (in the plan's offsets): whether a block at `offsets` lies in it.
   [[nodiscard]] static std::vector<bool> ranges_used(const std::vector<std::size_t>& ends,
                                                      const std::vector<std::size_t>& offsets);
+  /// `lent`, just lent and never planned in, goes back to the pools.
+  void take_back_untouched(const std::vector<lent_range>& lent);
   /// The lent ranges the plan kept go back to their pools untouched (no block of it ever
   /// started there).
   void give_back_lent();
