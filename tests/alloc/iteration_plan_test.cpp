@@ -542,15 +542,20 @@ TEST_P(PlanFixture, AnUnconfirmedPeriodWhoseArenaTheDeviceCannotHoldIsConfirmedF
   const std::vector<step> steps = with_fillers({{96 * mib, 0, 0}, {0, 0, 0}});
   iterate(steps);
   parts_->host.pool_moves = 1;
-  const std::uintptr_t held = parts_->source->reserve(100 * mib);
-  parts_->source->map_chunk(held, 100 * mib);
-  lent_.emplace_back(held, 100 * mib);
+  // All but 64 MiB of what the device has free, in one mapping: 256 MiB on sim, the whole card
+  // on a GPU.
+  const std::size_t free_before = parts_->device.memory().free_bytes;
+  ASSERT_GT(free_before, 96 * mib);
+  const std::size_t hold = (free_before - 64 * mib) / (2 * mib) * (2 * mib);
+  const std::uintptr_t held = parts_->source->reserve(hold);
+  parts_->source->map_chunk(held, hold);
+  lent_.emplace_back(held, hold);
   ASSERT_LT(parts_->device.memory().free_bytes, 96 * mib);
   iterate(steps);
   EXPECT_EQ(plan_stats().num_plan_activations, 0u);
   EXPECT_EQ(parts_->host.pool_releases, 0) << "the cache stayed";
   EXPECT_EQ(parts_->host.reserved, 0);
-  parts_->source->release(held, 100 * mib);  // room again
+  parts_->source->release(held, hold);  // room again
   lent_.pop_back();
   iterate(steps);
   EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "confirmed meanwhile (not settled), it began in this turn";
