@@ -1,5 +1,6 @@
-# Session 38's short device call, for what device time is left after failed starts: run1's
-# call without the round beside c10 (and without building its PyTorch bench). The VMM probe
+# Session 38's short device call, for what device time is left after failed starts: session 37's
+# call (bench/results/h200-2026-12-06-session37/run1/device_call.sh) without the round beside c10
+# (and without building its PyTorch bench). The VMM probe
 # first (bench/probes/vmm_batch_probe.cu: one cuMemUnmap over several adjacent mappings, a
 # handle released while mapped), then the CLI and the allocator's GPU suites built with cuda on
 # (sm_90), the suites (MemorySource's cuda variant among them) and the calls matrix on cuda.
