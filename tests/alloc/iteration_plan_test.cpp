@@ -224,13 +224,18 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
     ASSERT_EQ(s.num_plan_activations, 1u) << "the plan starts after its period was seen twice";
     ASSERT_EQ(s.num_plan_derailments, 0u);
   }
+  /// `bytes` of device memory in one mapping, released at the end of the test.
+  std::uintptr_t map_until_teardown(std::size_t bytes) {
+    const std::uintptr_t base = parts_->source->reserve(bytes);
+    parts_->source->map_chunk(base, bytes);
+    lent_.emplace_back(base, bytes);
+    return base;
+  }
   /// `bytes` of mapped memory the host lends the plan at its next activation, as the pools of
   /// the lagging stream would; released at the end of the test.
   std::uintptr_t lend_from_late(std::size_t bytes) {
-    const std::uintptr_t base = parts_->source->reserve(bytes);
-    parts_->source->map_chunk(base, bytes);
+    const std::uintptr_t base = map_until_teardown(bytes);
     parts_->host.to_lend.push_back({base, bytes, detail::share_stream(parts_->late.impl())});
-    lent_.emplace_back(base, bytes);
     return base;
   }
   void TearDown() override {
@@ -547,9 +552,7 @@ TEST_P(PlanFixture, AnUnconfirmedPeriodWhoseArenaTheDeviceCannotHoldIsConfirmedF
   const std::size_t free_before = parts_->device.memory().free_bytes;
   ASSERT_GT(free_before, 96 * mib);
   const std::size_t hold = (free_before - 64 * mib) / (2 * mib) * (2 * mib);
-  const std::uintptr_t held = parts_->source->reserve(hold);
-  parts_->source->map_chunk(held, hold);
-  lent_.emplace_back(held, hold);
+  const std::uintptr_t held = map_until_teardown(hold);
   ASSERT_LT(parts_->device.memory().free_bytes, 96 * mib);
   iterate(steps);
   EXPECT_EQ(plan_stats().num_plan_activations, 0u);
