@@ -38,6 +38,11 @@ std::vector<std::size_t> range_ends(const std::vector<lent_range>& ranges) {
   return ends;
 }
 
+/// Which of the ranges ending at `ends` (ascending) holds `offset`: ends.size() past the last.
+std::size_t range_holding(const std::vector<std::size_t>& ends, std::size_t offset) {
+  return static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), offset) - ends.begin());
+}
+
 /// The offsets, in the plan's offsets over `lent` (whose ends are `ends`), of blocks at
 /// `addresses`; false when one does not lie wholly in one lent range.
 bool offsets_as_placed(const std::vector<lent_range>& lent, const std::vector<std::size_t>& ends,
@@ -523,7 +528,7 @@ bool iteration_plan::fits_no_free_memory(const repeating_period& period, std::un
   // Placing stops once the footprint is past it.
   const std::size_t peak = peak_live_bytes(lifetimes, period.requests.size(), &switch_scratch_);
   const std::size_t room = std::min(ends.back(), peak + host_.slack_beside(peak));
-  return planned(planning->planner, lifetimes, period.requests.size()).plan(ends, room).footprint > room;
+  return peak > room || planned(planning->planner, lifetimes, period.requests.size()).plan(ends, room).footprint > room;
 }
 
 bool iteration_plan::fits_runs_lent_now(const repeating_period& period, std::unique_ptr<period_planning>& planning) {
@@ -604,7 +609,8 @@ bool iteration_plan::plan_in_place(const std::vector<cyclic_lifetime>& lifetimes
       peak = peak_live_bytes(lifetimes, period, scratch);
       over_slack = !host_.within_slack(peak);
     }
-    holds = !lent.empty() && (!over_slack || what_over == excess::released) &&
+    // No placement of the period is below its peak: past the lent bytes, nothing to try.
+    holds = !lent.empty() && peak <= total && (!over_slack || what_over == excess::released) &&
             (places_kept(lent, ends, lifetimes, addresses, period, plan.offsets) ||
              (how == placement::or_planned &&
               (plan = planned(planner, lifetimes, period).plan(ends, total)).footprint <= total));
@@ -654,7 +660,7 @@ bool iteration_plan::device_may_hold(std::size_t bytes) {
 std::vector<bool> iteration_plan::ranges_used(const std::vector<std::size_t>& ends, const std::vector<std::size_t>& offsets) {
   std::vector<bool> used(ends.size(), false);
   for (const std::size_t offset : offsets) {
-    const auto in = static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), offset) - ends.begin());
+    const std::size_t in = range_holding(ends, offset);
     if (in < used.size()) used[in] = true;  // past the ends: a range the plan maps beside them
   }
   return used;
@@ -786,22 +792,30 @@ bool iteration_plan::plan_beside_runs(const std::vector<cyclic_lifetime>& lifeti
   std::size_t beside = 0;  // the bytes of the range mapped beside the runs
   bool worth = false;
   try {
-    // The new range holds what the runs do not, never more than the arena alone: placing stops
-    // past it.
+    // The runs the plan uses stay mapped and only the rest of the pools' cache goes back, when
+    // the kept runs and the new range reserve no more than the slack above the period's peak,
+    // or than the arena alone would. The new range holds what the runs do not, never more than
+    // the arena alone. Both only grow as blocks are placed, so placing stops once past either.
+    const std::size_t peak = peak_live_bytes(lifetimes, period, &switch_scratch_);
+    const std::size_t most = std::max(arena, peak + host_.slack_beside(peak));
+    std::vector<bool> used(lent.size(), false);
+    std::size_t kept = 0;
+    std::size_t top = 0;
+    bool past = false;
     ends.push_back(runs + arena);
-    plan = planner.plan(ends, runs + arena);
+    plan = planner.plan(ends, [&](std::size_t offset, std::size_t end) {
+      const std::size_t r = range_holding(ends, offset);
+      if (r < lent.size() && !used[r]) {
+        used[r] = true;
+        kept += lent[r].bytes;
+      }
+      top = std::max(top, end);
+      beside = top > runs ? round_up(top - runs, granularity_) : 0;
+      past = top > runs + arena || kept + beside > most;
+      return past;
+    });
     ends.pop_back();
-    if (plan.footprint <= runs + arena) {
-      const std::vector<bool> used = ranges_used(ends, plan.offsets);
-      std::size_t kept = 0;
-      for (std::size_t i = 0; i < lent.size(); ++i) kept += used[i] ? lent[i].bytes : 0;
-      beside = plan.footprint > runs ? round_up(plan.footprint - runs, granularity_) : 0;
-      const std::size_t peak = peak_live_bytes(lifetimes, period, &switch_scratch_);
-      // The runs the plan uses stay mapped and only the rest of the pools' cache goes back,
-      // when the kept runs and the new range reserve no more than the slack above the period's
-      // peak, or than the arena alone would.
-      worth = kept + beside <= std::max(arena, peak + host_.slack_beside(peak));
-    }
+    worth = !past;
   } catch (...) {
     take_back_untouched(lent);
     throw;

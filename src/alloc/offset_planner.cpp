@@ -22,14 +22,28 @@ struct placed_range {
   std::size_t end;
 };
 
-/// The lowest offset at or above 0 where `bytes` fit between `taken` (sorted by offset).
-std::size_t lowest_gap(std::pmr::vector<placed_range>& taken, std::size_t bytes) {
+/// The lowest offset at or above 0 where `bytes` fit between `taken` (sorted here by offset)
+/// without straddling one of `walls` (ascending). Walls are empty ranges, read in step with the
+/// taken ones rather than sorted in with them: a plan over many ranges would sort them again for
+/// every block.
+std::size_t lowest_gap(std::pmr::vector<placed_range>& taken, std::span<const std::size_t> walls, std::size_t bytes) {
   std::sort(taken.begin(), taken.end(), [](const placed_range& a, const placed_range& b) { return a.offset < b.offset; });
   std::size_t candidate = 0;
+  auto wall = walls.begin();
+  // Whether the gap at the candidate closes below `offset`; else each wall below it moves the
+  // candidate up to it.
+  const auto fits_below = [&](std::size_t offset) {
+    for (; wall != walls.end() && *wall < offset; ++wall) {
+      if (*wall >= candidate + bytes) return true;
+      candidate = std::max(candidate, *wall);
+    }
+    return false;
+  };
   for (const placed_range& p : taken) {
-    if (p.offset >= candidate + bytes) break;
+    if (fits_below(p.offset) || p.offset >= candidate + bytes) return candidate;
     candidate = std::max(candidate, p.end);
   }
+  fits_below(std::numeric_limits<std::size_t>::max());
   return candidate;
 }
 
@@ -223,7 +237,8 @@ class block_placer {
     if (!dense_) placed_.assign(blocks.size(), placed_range{0, 0});
   }
 
-  void place(std::uint32_t i) {
+  /// Places block i; returns its offset.
+  std::size_t place(std::uint32_t i) {
     offsets_[i] = dense_ ? lowest_gap_dense(i) : lowest_gap_sparse(i);
     footprint_ = std::max(footprint_, offsets_[i] + blocks_[i].bytes);
     if (!dense_) {
@@ -235,19 +250,18 @@ class block_placer {
                                        [](std::size_t offset, const placed_block& p) { return offset < p.offset; });
       by_offset_.insert(at, entry);
     }
+    return offsets_[i];
   }
 
-  [[nodiscard]] std::size_t footprint() const noexcept { return footprint_; }
   [[nodiscard]] offset_plan result() && { return {std::move(offsets_), footprint_}; }
 
  private:
   [[nodiscard]] std::size_t lowest_gap_sparse(std::uint32_t i) {
     taken_.clear();
-    for (const std::size_t at : boundaries_) taken_.push_back({at, at});
     for (const std::uint32_t j : conflicts_.of(i)) {
       if (placed_[j].end != 0) taken_.push_back(placed_[j]);
     }
-    return lowest_gap(taken_, blocks_[i].bytes);
+    return lowest_gap(taken_, boundaries_, blocks_[i].bytes);
   }
 
   [[nodiscard]] std::size_t lowest_gap_dense(std::uint32_t i) {
@@ -327,10 +341,18 @@ offset_planner::offset_planner(std::span<const cyclic_lifetime> blocks, std::uin
 }
 
 offset_plan offset_planner::plan(std::span<const std::size_t> boundaries, std::size_t give_up_above) const {
+  std::size_t footprint = 0;
+  return plan(boundaries, [&](std::size_t, std::size_t end) {
+    footprint = std::max(footprint, end);
+    return footprint > give_up_above;
+  });
+}
+
+offset_plan offset_planner::plan(std::span<const std::size_t> boundaries, const placed_check& stop) const {
   block_placer placer(blocks_, period_, boundaries, dense_, conflict_view{conflict_first_, conflict_list_}, scratch_);
   for (const std::uint32_t i : order_) {
-    placer.place(i);
-    if (placer.footprint() > give_up_above) break;
+    const std::size_t offset = placer.place(i);
+    if (stop(offset, offset + blocks_[i].bytes)) break;
   }
   return std::move(placer).result();
 }

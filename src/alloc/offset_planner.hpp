@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory_resource>
 #include <span>
@@ -49,6 +50,12 @@ class offset_planner {
   /// (for a caller that only needs to know whether the plan fits).
   [[nodiscard]] offset_plan plan(std::span<const std::size_t> boundaries = {},
                                  std::size_t give_up_above = std::numeric_limits<std::size_t>::max()) const;
+
+  /// Told of each block as it is placed (its offset and end); returns true to stop placing. The
+  /// offsets are then not a plan: for a caller whose test of a plan has a bound that only rises
+  /// as blocks are placed, so a plan it would refuse is refused before it is whole.
+  using placed_check = std::function<bool(std::size_t offset, std::size_t end)>;
+  [[nodiscard]] offset_plan plan(std::span<const std::size_t> boundaries, const placed_check& stop) const;
 
  private:
   std::span<const cyclic_lifetime> blocks_;

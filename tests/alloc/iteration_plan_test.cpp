@@ -252,6 +252,21 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
   std::vector<live_block> expect_late_work_waited_for(const std::vector<step>& steps);
   void expect_wait_for_a_recorded_stream(int served);
   void offer_runs_that_then_shrink(const std::vector<step>& steps);
+  /// Two 4 MiB blocks that live together, a's (the longer) and late's, in a loop whose pools moved
+  /// memory in its first turn and lend one run of `run_bytes` at its second, which the plan
+  /// serves unconfirmed: where the second turn's two blocks lie, and the run.
+  struct two_blocks_served {
+    live_block a;
+    live_block late;
+    std::uintptr_t run = 0;
+    std::size_t run_bytes = 0;
+    [[nodiscard]] bool in_run(const live_block& b) const {
+      const auto at = reinterpret_cast<std::uintptr_t>(b.ptr);
+      return at >= run && at + b.bytes <= run + run_bytes;
+    }
+  };
+  two_blocks_served serve_two_blocks_lending_one_run(std::size_t run_bytes);
+
   [[nodiscard]] allocator_stats plan_stats() const {
     allocator_stats s;
     parts_->plan.add_stats(s);
@@ -565,31 +580,41 @@ TEST_P(PlanFixture, AnUnconfirmedPeriodWhoseArenaTheDeviceCannotHoldIsConfirmedF
   EXPECT_GT(parts_->host.reserved, 0) << "in an arena of its own";
 }
 
-TEST_P(PlanFixture, ALoopThePoolsRunsHoldInPartIsPlannedOverThemAndARangeMappedBesideThem) {
-  // Two 4 MiB blocks live together, a's (the longer) and late's; the pools lend one 4 MiB run:
-  // the plan keeps the run for a's block and maps 4 MiB beside it for late's, where an arena of
-  // its own would map 8 MiB after the run went back.
+PlanFixture::two_blocks_served PlanFixture::serve_two_blocks_lending_one_run(std::size_t run_bytes) {
   const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {4 * mib, 1, 0}, {0, 0, 1}, {0, 0, 0}});
   iterate(steps);
   parts_->host.pool_moves = 1;
   parts_->host.relend_taken_back = true;
-  const std::uintptr_t run = lend_from_late(4 * mib);
+  const std::uintptr_t run = lend_from_late(run_bytes);
   const std::vector<live_block> second = iterate(steps);
   EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "served unconfirmed";
-  EXPECT_EQ(plan_stats().plan_arena_bytes, 8 * mib) << "the lent run and the range beside it";
-  EXPECT_EQ(parts_->host.reserved, static_cast<std::int64_t>(4 * mib)) << "mapped only what the run does not hold";
-  EXPECT_GE(parts_->host.pool_releases, 1) << "the rest of the pools' cache went back";
   const std::size_t first = steps.size() - 4;
-  ASSERT_TRUE(second[first].planned && second[first + 1].planned);
-  const auto in_run = [run](const live_block& b) {
-    const auto at = reinterpret_cast<std::uintptr_t>(b.ptr);
-    return at >= run && at + b.bytes <= run + 4 * mib;
-  };
-  EXPECT_TRUE(in_run(second[first])) << "a's block in the lent run";
-  EXPECT_FALSE(in_run(second[first + 1])) << "late's in the range beside it";
+  EXPECT_TRUE(second[first].planned && second[first + 1].planned);
   iterate(steps);
   EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
   EXPECT_EQ(plan_stats().num_plan_activations, 1u);
+  return {second[first], second[first + 1], run, run_bytes};
+}
+
+TEST_P(PlanFixture, ALoopThePoolsRunsHoldInPartIsPlannedOverThemAndARangeMappedBesideThem) {
+  // The pools lend one 4 MiB run: the plan keeps the run for a's block and maps 4 MiB beside it
+  // for late's, where an arena of its own would map 8 MiB after the run went back.
+  const two_blocks_served served = serve_two_blocks_lending_one_run(4 * mib);
+  EXPECT_EQ(plan_stats().plan_arena_bytes, 8 * mib) << "the lent run and the range beside it";
+  EXPECT_EQ(parts_->host.reserved, static_cast<std::int64_t>(4 * mib)) << "mapped only what the run does not hold";
+  EXPECT_GE(parts_->host.pool_releases, 1) << "the rest of the pools' cache went back";
+  EXPECT_TRUE(served.in_run(served.a)) << "a's block in the lent run";
+  EXPECT_FALSE(served.in_run(served.late)) << "late's in the range beside it";
+}
+
+TEST_P(PlanFixture, ALoopWhoseRunAndARangeBesideItWouldReserveMoreThanAnArenaTakesAnArena) {
+  // The pools lend one 6 MiB run: a's block in it leaves 2 MiB no block can use, so the plan
+  // over it keeps 6 MiB and maps 4 MiB beside it, 10 MiB in all, where an arena of its own maps
+  // the 8 MiB the blocks peak at (the slack above it: 2%).
+  const two_blocks_served served = serve_two_blocks_lending_one_run(6 * mib);
+  EXPECT_EQ(plan_stats().plan_arena_bytes, 8 * mib) << "an arena of its own, not the run and a range beside it";
+  EXPECT_EQ(parts_->host.reserved, static_cast<std::int64_t>(8 * mib)) << "the whole arena mapped";
+  EXPECT_FALSE(served.in_run(served.a) || served.in_run(served.late)) << "neither block in the run";
 }
 
 TEST_P(PlanFixture, ALoopWhosePlanFitsThePoolsRunsOnlyBeyondTheSlackIsServedFromItsSecondTurn) {
