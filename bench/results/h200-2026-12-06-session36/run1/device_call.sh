@@ -4,7 +4,7 @@
 # commit whose source is in .device-build/old_src ("old"); runs the suites and the calls matrix
 # on cuda; then rounds over every trace of bench/results/sim-2026-12-04-session31/calls_matrix.sh,
 # idle and busy, each trace replayed by new, c10 and old back to back, until about 480 s have
-# passed (ROUND_BOUND, default 480); then the medians of each over c10 (bench/alloc/replay_ratios.py). Everything lands in
+# passed (ROUND_BOUND, default 480; TRACE_NAMES: a subset of the traces in .device-build/traces); then the medians of each over c10 (bench/alloc/replay_ratios.py). Everything lands in
 # $OUT/run.tar.gz.
 # The old source is staged first: mkdir -p .device-build/old_src && git archive OLD | tar -x -C .device-build/old_src
 #   run(command="bash bench/results/h200-2026-12-06-session36/run1/device_call.sh", carry=[".device-build"])
@@ -28,6 +28,7 @@ done
 BACKEND=cuda TRACES=$T RESNET=$T/resnet50_train.alloc.csv.gz timeout 100 bash bench/results/sim-2026-12-04-session31/calls_matrix.sh $build/tools/streamsafe/streamsafe > $R/calls_matrix_cuda.txt 2>&1
 echo "matrix $(elapsed) s" | tee -a $R/log.txt; pack
 TR="$T/resnet50_train.alloc.csv.gz $PWD/bench/traces/gpt2_train.alloc.csv.gz $(echo $T/inf10_s{1,2,3,4,5,6}.csv.gz $T/inf10_s{1,2}_st4.csv.gz $T/inf2_s1.csv.gz)"
+[ -n "${TRACE_NAMES:-}" ] && TR=$(for n in $TRACE_NAMES; do echo $T/$n.csv.gz; done)  # a subset, in this order
 for r in 1 2 3 4; do
   for trace in $TR; do
     [ $(elapsed) -lt ${ROUND_BOUND:-480} ] || break 2
