@@ -14,8 +14,10 @@
 // then on, until a growth takes it past its own peak again: a loop whose streams peak in turn, or a
 // stream per request beside a long-lived one, settles after one exchange instead of moving
 // chunks between them every iteration, while streams still setting their peaks (the first pass
-// of requests spread over streams) go on sharing. Otherwise below its own peak a stream's budget
-// is its own.
+// of requests spread over streams) go on sharing. A growth that takes the device's live bytes
+// past their peak takes kept chunks too: the workload is still setting its peak, so no stream's
+// cache has settled, and a loop that repeats sets it only once. Otherwise below its own peak a
+// stream's budget is its own.
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -76,7 +78,10 @@ class remap_growth final : public mapped_growth {
     const std::size_t granularity = fresh.owner->granularity;
     const device_memory now = device_memory_of(pools);
     const std::size_t live = now.live + fresh.size;
-    const std::size_t peak = std::max({now.largest_pool_peak, live, note_device_live(live)});
+    const std::size_t device_peak_before = note_device_live(live);
+    const std::size_t peak = std::max({now.largest_pool_peak, live, device_peak_before});
+    // The device's live bytes setting a new peak: no stream's cache has settled yet.
+    const bool device_climbs = live > device_peak_before;
     const std::size_t allowed = peak + peak / 100 * context_.options.remap_slack_percent;
     const std::size_t mapped = now.mapped + chunks_to_map * granularity;
     if (mapped <= allowed) return;
@@ -87,7 +92,7 @@ class remap_growth final : public mapped_growth {
       // A pool growing or releasing is skipped: waiting for it while this pool's growth lock is
       // held could deadlock with it waiting for this one.
       std::unique_lock slow(other->growth, std::try_to_lock);
-      if (slow.owns_lock()) excess -= give_back_free_chunks(*other, excess);
+      if (slow.owns_lock()) excess -= give_back_free_chunks(*other, excess, device_climbs);
     }
   }
 
@@ -162,14 +167,14 @@ class remap_growth final : public mapped_growth {
   /// use them) covers it. Work still queued keeps the chunks where they were: the growing stream
   /// never waits for another's work. Best effort: a failure leaves the chunks with `other` (its
   /// books as the device holds them) and the growth maps new ones. Caller holds other.growth,
-  /// not other.mutex.
-  std::size_t give_back_free_chunks(stream_pool& other, std::size_t most) const {
+  /// not other.mutex. A pool that keeps its chunks gives none, unless `device_climbs`.
+  std::size_t give_back_free_chunks(stream_pool& other, std::size_t most, bool device_climbs) const {
     released_memory taken;
     std::size_t count = 0;
     {
       std::lock_guard lock(other.mutex);
       // A gone stream's pool is retired whole where it is reused.
-      if (other.keeps_chunks || other.abandoned()) return 0;
+      if ((other.keeps_chunks && !device_climbs) || other.abandoned()) return 0;
       other.merge_deferred();  // whole free chunks show only in merged blocks
       for (segment* s : other.segments()) {
         if (count == most) break;

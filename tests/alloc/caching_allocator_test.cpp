@@ -360,6 +360,23 @@ TEST_F(AllocatorTest, RemapStreamClimbingPastItsPeakAgainLendsItsChunksAgain) {
   alloc.deallocate(third);
 }
 
+// A stream that keeps its chunks keeps them from streams that climb to peaks the device has
+// seen, not from one that takes the device's live bytes past their peak: then no stream's cache
+// has settled. a keeps its 8 MiB, b holds the other 8; c's 24 MiB, past the device's 16, takes
+// both instead of mapping 16 beside them.
+TEST_F(AllocatorTest, RemapDeviceSettingANewPeakTakesTheChunksAStreamKeeps) {
+  caching_allocator alloc(device, remap_tight);
+  Stream c{device, stream_options{.name = "c"}};
+  alloc.deallocate(alloc.allocate(16 * mib, a));
+  alloc.deallocate(alloc.allocate(16 * mib, b));
+  alloc.deallocate(alloc.allocate(8 * mib, a));  // a keeps its chunks from here
+  ASSERT_EQ(alloc.stats().reserved_bytes.current, static_cast<std::int64_t>(16 * mib));
+  void* third = alloc.allocate(24 * mib, c);
+  EXPECT_EQ(alloc.stats().reserved_bytes.current, static_cast<std::int64_t>(24 * mib))
+      << "c mapped beside the chunks a keeps though the device's live bytes passed their peak";
+  alloc.deallocate(third);
+}
+
 // A climb clears what the stream gave: a growing again below its peak afterwards (a small
 // block, in a range of its own) is still setting its peak, keeps nothing, and c climbing to its
 // own peak takes a's free chunks instead of mapping beside them.
