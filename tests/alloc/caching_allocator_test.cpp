@@ -344,14 +344,20 @@ TEST_F(AllocatorTest, RemapStreamGrowingAgainAfterGivingChunksTakesBackFreeOnes)
   alloc.deallocate(again);
 }
 
+// a peaks at 16 MiB, b takes a's chunks for its own 16, a grows again below its peak (taking 8
+// back): from here a keeps its chunks. 16 MiB reserved, the device's live peak 16 MiB.
+void a_keeps_its_chunks(caching_allocator& alloc, Stream& a, Stream& b) {
+  alloc.deallocate(alloc.allocate(16 * mib, a));
+  alloc.deallocate(alloc.allocate(16 * mib, b));
+  alloc.deallocate(alloc.allocate(8 * mib, a));
+}
+
 // After growing again a keeps its chunks, until it climbs past its own peak: then it is still
 // setting its peak, and a third stream climbing to its own takes a's free chunks.
 TEST_F(AllocatorTest, RemapStreamClimbingPastItsPeakAgainLendsItsChunksAgain) {
   caching_allocator alloc(device, remap_tight);
   Stream c{device, stream_options{.name = "c"}};
-  alloc.deallocate(alloc.allocate(16 * mib, a));
-  alloc.deallocate(alloc.allocate(16 * mib, b));
-  alloc.deallocate(alloc.allocate(8 * mib, a));  // a keeps its chunks from here
+  a_keeps_its_chunks(alloc, a, b);
   alloc.deallocate(alloc.allocate(24 * mib, a));  // past its peak: no longer
   ASSERT_EQ(alloc.stats().reserved_bytes.current, static_cast<std::int64_t>(24 * mib));
   void* third = alloc.allocate(24 * mib, c);
@@ -367,9 +373,7 @@ TEST_F(AllocatorTest, RemapStreamClimbingPastItsPeakAgainLendsItsChunksAgain) {
 TEST_F(AllocatorTest, RemapDeviceSettingANewPeakTakesTheChunksAStreamKeeps) {
   caching_allocator alloc(device, remap_tight);
   Stream c{device, stream_options{.name = "c"}};
-  alloc.deallocate(alloc.allocate(16 * mib, a));
-  alloc.deallocate(alloc.allocate(16 * mib, b));
-  alloc.deallocate(alloc.allocate(8 * mib, a));  // a keeps its chunks from here
+  a_keeps_its_chunks(alloc, a, b);
   ASSERT_EQ(alloc.stats().reserved_bytes.current, static_cast<std::int64_t>(16 * mib));
   void* third = alloc.allocate(24 * mib, c);
   EXPECT_EQ(alloc.stats().reserved_bytes.current, static_cast<std::int64_t>(24 * mib))
