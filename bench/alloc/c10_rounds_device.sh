@@ -21,7 +21,7 @@ pack() { tar czf "$OUT/run.tar.gz" -C /tmp r; }
 elapsed() { echo $(( $(date +%s) - s )); }
 { nvidia-smi; date -u; nproc; lscpu | head -20; python3 -c 'import torch; print(torch.__version__)'; echo "tree ${TREE:-unknown}"; } > $R/machine.txt 2>&1
 # What a clock read costs here: every allocator call is timed between two.
-g++ -O2 -std=c++20 bench/probes/clock_probe.cpp -o /tmp/clock_probe && /tmp/clock_probe > $R/clock.txt 2>&1 &
+g++ -O2 -std=c++20 bench/probes/clock_probe.cpp -o /tmp/clock_probe && /tmp/clock_probe > $R/clock.txt 2>&1
 deps=$PWD/.device-build/deps/usr
 zlib=$(ls /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
 export LD_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu:$PWD/.device-build/lib:/usr/local/cuda/lib64
