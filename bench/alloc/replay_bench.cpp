@@ -146,7 +146,8 @@ std::string json_string(const std::string& text) {
 
 void print_phase_json(std::ostream& out, const char* prefix, const replay_phase& p, const replay_counted& counted) {
   out << ",\"" << prefix << "_ns_per_op\":" << p.ns_per_op << ",\"" << prefix
-      << "_allocator_ns_per_op\":" << p.allocator_ns_per_op << ",\"" << prefix << "_device_calls_per_iteration\":" << counted_or_null(counted.device_calls, p.device_calls_per_iteration)
+      << "_allocator_ns_per_op\":" << p.allocator_ns_per_op << ",\"" << prefix << "_timer_ns_per_op\":" << p.timer_ns_per_op
+      << ",\"" << prefix << "_device_calls_per_iteration\":" << counted_or_null(counted.device_calls, p.device_calls_per_iteration)
       << ",\"" << prefix << "_syncs_per_iteration\":" << counted_or_null(counted.host_syncs, p.host_syncs_per_iteration)
       << ",\"" << prefix << "_cross_stream_reuses_per_iteration\":"
       << counted_or_null(counted.cross_stream_reuses, p.cross_stream_reuses_per_iteration) << ",\"" << prefix
@@ -169,14 +170,23 @@ std::string run_header(const std::string& trace, const std::string& spec, const 
   return out.str();
 }
 
-/// Each iteration's host time in the allocator per op and device calls, so that runs repeated
-/// in rounds can be compared iteration by iteration (medians over the rounds).
+double per_op_of(std::uint64_t ns, std::uint64_t operations) {
+  return operations == 0 ? 0.0 : static_cast<double>(ns) / static_cast<double>(operations);
+}
+
+/// Each iteration's host time in the allocator per op (and the clock's share of it) and device
+/// calls, so that runs repeated in rounds can be compared iteration by iteration (medians over
+/// the rounds).
 void print_iterations_json(std::ostream& out, const run_result& r) {
   out << ",\"per_iteration_allocator_ns_per_op\":[";
   const char* separator = "";
   for (const replay_iteration& pass : r.replay.iterations) {
-    const double per_op = pass.operations == 0 ? 0.0 : static_cast<double>(pass.allocator_ns) / static_cast<double>(pass.operations);
-    out << std::exchange(separator, ",") << per_op;
+    out << std::exchange(separator, ",") << per_op_of(pass.allocator_ns, pass.operations);
+  }
+  out << "],\"per_iteration_timer_ns_per_op\":[";
+  separator = "";
+  for (const replay_iteration& pass : r.replay.iterations) {
+    out << std::exchange(separator, ",") << per_op_of(pass.timer_ns, pass.operations);
   }
   out << "],\"per_iteration_device_calls\":[";
   separator = "";

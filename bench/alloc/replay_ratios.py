@@ -3,7 +3,9 @@
 lines: "steady" is the mean of iterations 2..N, "last" iteration N, each divided by c10's in the
 same round (the runs of one round are back to back, so a drift of the machine moves both). With
 several rounds (ROUNDS), the median of the rounds' ratios and their range; also device calls and
-reserved/live, which do not vary between rounds.
+reserved/live, which do not vary between rounds. Where the lines carry the clock's share of each
+figure (`*_timer_ns_per_op`: what two clock reads with nothing between them cost, once per
+timed call), "net" gives the same ratios with that share taken out of both sides.
 
     python3 bench/alloc/replay_ratios.py RUN.jsonl [MORE.jsonl ...]
 """
@@ -22,6 +24,14 @@ def runs_of(path):
             yield run
 
 
+def ratio(run, peer, phase, net):
+    """run's host time in the allocator per op over peer's, in `phase` (steady or last)."""
+    def ns(x):
+        figure = x[f"{phase}_allocator_ns_per_op"]
+        return figure - x[f"{phase}_timer_ns_per_op"] if net else figure
+    return ns(run) / ns(peer)
+
+
 def main():
     for path in sys.argv[1:]:
         by_round = {}  # (trace, mode, resource) -> {round: run}
@@ -31,11 +41,14 @@ def main():
         print(path)
         for (trace, mode, resource), rounds in sorted(by_round.items()):
             peer = by_round.get((trace, mode, "c10"), {})
-            steady, last = [], []
+            steady, last, net_steady, net_last = [], [], [], []
             for r, run in rounds.items():
                 if r in peer:
-                    steady.append(run["steady_allocator_ns_per_op"] / peer[r]["steady_allocator_ns_per_op"])
-                    last.append(run["last_allocator_ns_per_op"] / peer[r]["last_allocator_ns_per_op"])
+                    steady.append(ratio(run, peer[r], "steady", net=False))
+                    last.append(ratio(run, peer[r], "last", net=False))
+                    if "steady_timer_ns_per_op" in run and "steady_timer_ns_per_op" in peer[r]:
+                        net_steady.append(ratio(run, peer[r], "steady", net=True))
+                        net_last.append(ratio(run, peer[r], "last", net=True))
             if not steady:
                 continue
             run = next(iter(rounds.values()))
@@ -45,6 +58,11 @@ def main():
                   f" last/c10 {statistics.median(last):.3f} calls1 {run['first_device_calls_per_iteration']}"
                   f" steadycalls {run['steady_device_calls_per_iteration']} syncs {run['steady_syncs_per_iteration']}"
                   f" r/l {run['first_reserved_over_live']}/{run['steady_reserved_over_live']}")
+            if net_steady:
+                net_spread = f" ({min(net_steady):.3f}-{max(net_steady):.3f})" if len(net_steady) > 1 else ""
+                timer = statistics.median(x["steady_timer_ns_per_op"] for x in rounds.values())
+                print(f"    net of the clock ({timer:.1f} ns/op): steady /c10 {statistics.median(net_steady):.3f}{net_spread}"
+                      f" last/c10 {statistics.median(net_last):.3f}")
             per_round = [x["per_iteration_allocator_ns_per_op"] for x in rounds.values() if "per_iteration_allocator_ns_per_op" in x]
             if per_round:
                 medians = [statistics.median(column) for column in zip(*per_round)]

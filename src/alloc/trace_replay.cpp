@@ -1,10 +1,12 @@
 // Replays an allocation trace through an allocator (streamsafe's caching_allocator, or any
 // replay_target), as one pass or as a training loop of several, and measures each pass.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <map>
 #include <span>
 #include <unordered_map>
+#include <utility>
 
 #include "streamsafe/alloc/caching_allocator.hpp"
 #include "streamsafe/alloc/trace_replay.hpp"
@@ -123,10 +125,12 @@ class loop_replayer {
   std::size_t since_step_ = 0;
   std::size_t events_done_ = 0;
   std::uint64_t allocator_ns_ = 0;  // of the pass running
+  std::uint64_t timed_calls_ = 0;   // of the pass running
 };
 
+/// Runs `call`, adding the host time between a clock read before it and one after it to `total`.
 template <class Call>
-decltype(auto) loop_replayer::timed(Call&& call) {
+decltype(auto) timed_into(std::uint64_t& total, Call&& call) {
   struct add_on_exit {
     std::uint64_t& total;
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
@@ -134,8 +138,30 @@ decltype(auto) loop_replayer::timed(Call&& call) {
       total += static_cast<std::uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
     }
-  } clock{allocator_ns_};
+  } clock{total};
   return call();
+}
+
+/// What timed_into adds around a call that does nothing, in ns, so that the clock's share of a
+/// pass's timed calls can be told apart from the calls': the median of batches' means, so that
+/// the thread losing its core during one batch does not move it.
+double ns_per_empty_timing() {
+  constexpr int batches = 15;
+  constexpr int per_batch = 4096;
+  std::array<double, batches> means{};
+  for (double& mean : means) {
+    std::uint64_t total = 0;
+    for (int i = 0; i < per_batch; ++i) timed_into(total, [] {});
+    mean = static_cast<double>(total) / per_batch;
+  }
+  std::nth_element(means.begin(), means.begin() + batches / 2, means.end());
+  return means[batches / 2];
+}
+
+template <class Call>
+decltype(auto) loop_replayer::timed(Call&& call) {
+  ++timed_calls_;
+  return timed_into(allocator_ns_, std::forward<Call>(call));
 }
 
 replay_result loop_replayer::run() {
@@ -171,6 +197,7 @@ replay_iteration loop_replayer::pass(std::size_t iteration) {
   allocator_.reset_reserved_peak();
   pass_peak_live_ = live_bytes_;
   allocator_ns_ = 0;
+  timed_calls_ = 0;
   replay_iteration figures;
   const std::size_t total = events_.size() * std::max<std::size_t>(loop_.iterations, 1);
   const auto start = std::chrono::steady_clock::now();
@@ -184,6 +211,8 @@ replay_iteration loop_replayer::pass(std::size_t iteration) {
   const replay_counters after = allocator_.counters();
   figures.elapsed_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
   figures.allocator_ns = allocator_ns_;
+  // After the pass, so the busy work it queued and the caches it left are those its calls met.
+  figures.timer_ns = static_cast<std::uint64_t>(static_cast<double>(timed_calls_) * ns_per_empty_timing());
   figures.peak_live_bytes = pass_peak_live_;
   figures.peak_reserved_bytes = after.peak_reserved_bytes;
   figures.device_calls = after.device_calls - before.device_calls;
@@ -261,6 +290,7 @@ replay_phase summarize(std::span<const replay_iteration> passes) {
   std::uint64_t operations = 0;
   std::uint64_t elapsed_ns = 0;
   std::uint64_t allocator_ns = 0;
+  std::uint64_t timer_ns = 0;
   std::uint64_t calls = 0;
   std::uint64_t syncs = 0;
   std::uint64_t reuses = 0;
@@ -268,6 +298,7 @@ replay_phase summarize(std::span<const replay_iteration> passes) {
     operations += p.operations;
     elapsed_ns += p.elapsed_ns;
     allocator_ns += p.allocator_ns;
+    timer_ns += p.timer_ns;
     calls += p.device_calls;
     syncs += p.host_syncs;
     reuses += p.cross_stream_reuses;
@@ -280,6 +311,7 @@ replay_phase summarize(std::span<const replay_iteration> passes) {
   };
   phase.ns_per_op = per_op(elapsed_ns);
   phase.allocator_ns_per_op = per_op(allocator_ns);
+  phase.timer_ns_per_op = per_op(timer_ns);
   phase.device_calls_per_iteration = static_cast<double>(calls) / n;
   phase.host_syncs_per_iteration = static_cast<double>(syncs) / n;
   phase.cross_stream_reuses_per_iteration = static_cast<double>(reuses) / n;

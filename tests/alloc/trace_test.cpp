@@ -124,6 +124,23 @@ TEST(TraceLoop, LaterPassesRepeatWhatTheTraceFreesAndKeepTheRest) {
   EXPECT_EQ(first_iteration(r).iterations, 1u);
 }
 
+TEST(TraceLoop, EachPassMeasuresTheClocksShareOfItsTimedCalls) {
+  const auto events = parse_alloc_trace(training_step);
+  const replay_result r = replay_alloc_trace(events, Device::sim(), allocator_options{}, replay_loop{.iterations = 3});
+  for (const replay_iteration& pass : r.iterations) EXPECT_GT(pass.timer_ns, 0u);
+}
+
+TEST(TraceLoop, APhaseGivesTheClocksSharePerOperationOfItsPasses) {
+  replay_result r;
+  r.iterations = {replay_iteration{.operations = 10, .allocator_ns = 900, .timer_ns = 250},
+                  replay_iteration{.operations = 20, .allocator_ns = 2000, .timer_ns = 400},
+                  replay_iteration{.operations = 30, .allocator_ns = 2700, .timer_ns = 600}};
+  EXPECT_DOUBLE_EQ(first_iteration(r).timer_ns_per_op, 25.0);
+  EXPECT_DOUBLE_EQ(steady_state(r).timer_ns_per_op, 20.0);  // 1,000 ns over 50 operations
+  EXPECT_DOUBLE_EQ(steady_state(r).allocator_ns_per_op, 94.0);
+  EXPECT_DOUBLE_EQ(last_iteration(r).timer_ns_per_op, 20.0);
+}
+
 TEST(TraceLoop, AKeptAllocationsAddressMayServeAnEarlierOneInTheNextPass) {
   // PyTorch reuses addresses: an activation's, then a weight's made late in the step.
   const auto events = parse_alloc_trace(

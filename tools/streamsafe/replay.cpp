@@ -93,10 +93,12 @@ double per_op(std::uint64_t ns, std::uint64_t operations) {
 }
 
 void print_phase_json(const char* prefix, const replay_phase& p) {
-  std::printf(",\"%s_ns_per_op\":%.1f,\"%s_allocator_ns_per_op\":%.1f,\"%s_device_calls_per_iteration\":%.2f,\"%s_syncs_per_iteration\":%.2f,"
+  std::printf(",\"%s_ns_per_op\":%.1f,\"%s_allocator_ns_per_op\":%.1f,\"%s_timer_ns_per_op\":%.1f,"
+              "\"%s_device_calls_per_iteration\":%.2f,\"%s_syncs_per_iteration\":%.2f,"
               "\"%s_cross_stream_reuses_per_iteration\":%.2f,\"%s_peak_live_bytes\":%llu,\"%s_peak_reserved_bytes\":%llu,"
               "\"%s_reserved_over_live\":%.4f",
-              prefix, p.ns_per_op, prefix, p.allocator_ns_per_op, prefix, p.device_calls_per_iteration, prefix, p.host_syncs_per_iteration, prefix,
+              prefix, p.ns_per_op, prefix, p.allocator_ns_per_op, prefix, p.timer_ns_per_op, prefix,
+              p.device_calls_per_iteration, prefix, p.host_syncs_per_iteration, prefix,
               p.cross_stream_reuses_per_iteration, prefix, static_cast<unsigned long long>(p.peak_live_bytes), prefix,
               static_cast<unsigned long long>(p.peak_reserved_bytes), prefix,
               ratio(p.peak_reserved_bytes, p.peak_live_bytes));
@@ -135,10 +137,10 @@ void print_json(const replay_result& r, const Device& device, const std::string&
   std::printf(",\"per_iteration\":[");
   for (std::size_t i = 0; i < r.iterations.size(); ++i) {
     const replay_iteration& it = r.iterations[i];
-    std::printf("%s{\"ns_per_op\":%.1f,\"allocator_ns_per_op\":%.1f,\"device_calls\":%llu,\"host_syncs\":%llu,\"cross_stream_reuses\":%llu,"
+    std::printf("%s{\"ns_per_op\":%.1f,\"allocator_ns_per_op\":%.1f,\"timer_ns_per_op\":%.1f,\"device_calls\":%llu,\"host_syncs\":%llu,\"cross_stream_reuses\":%llu,"
                 "\"peak_reserved_bytes\":%llu,\"peak_live_bytes\":%llu,",
                 i == 0 ? "" : ",",
-                per_op(it.elapsed_ns, it.operations), per_op(it.allocator_ns, it.operations),
+                per_op(it.elapsed_ns, it.operations), per_op(it.allocator_ns, it.operations), per_op(it.timer_ns, it.operations),
                 static_cast<unsigned long long>(it.device_calls), static_cast<unsigned long long>(it.host_syncs),
                 static_cast<unsigned long long>(it.cross_stream_reuses),
                 static_cast<unsigned long long>(it.peak_reserved_bytes), static_cast<unsigned long long>(it.peak_live_bytes));
@@ -150,8 +152,8 @@ void print_json(const replay_result& r, const Device& device, const std::string&
 
 void print_phase_text(const char* name, const replay_phase& p) {
   constexpr double mib = 1 << 20;
-  std::printf("%-16s %10.1f %12.1f %14.1f %12.1f %14.1f %9.1f / %9.1f   %.4f\n", name, p.ns_per_op,
-              p.allocator_ns_per_op, p.device_calls_per_iteration, p.host_syncs_per_iteration, p.cross_stream_reuses_per_iteration,
+  std::printf("%-16s %10.1f %12.1f %11.1f %14.1f %12.1f %14.1f %9.1f / %9.1f   %.4f\n", name, p.ns_per_op,
+              p.allocator_ns_per_op, p.timer_ns_per_op, p.device_calls_per_iteration, p.host_syncs_per_iteration, p.cross_stream_reuses_per_iteration,
               static_cast<double>(p.peak_reserved_bytes) / mib, static_cast<double>(p.peak_live_bytes) / mib,
               ratio(p.peak_reserved_bytes, p.peak_live_bytes));
 }
@@ -194,8 +196,8 @@ void print_text(const std::string& path, const replay_result& r, const Device& d
                 setup.busy_every);
   }
   std::printf("%zu iteration(s); per iteration:\n", r.iterations.size());
-  std::printf("%-16s %10s %12s %14s %12s %14s %21s   %s\n", "", "ns/op", "in allocator", "device calls", "host syncs", "cross-stream",
-              "reserved / live MiB", "reserved/live");
+  std::printf("%-16s %10s %12s %11s %14s %12s %14s %21s   %s\n", "", "ns/op", "in allocator", "of it clock",
+              "device calls", "host syncs", "cross-stream", "reserved / live MiB", "reserved/live");
   print_phase_text("first iteration", first_iteration(r));
   if (r.iterations.size() > 1) {
     print_phase_text("steady (2..N)", steady_state(r));

@@ -74,6 +74,12 @@ struct replay_iteration {
   /// the pass cost beyond the replay's own work and the busy work it launches. A
   /// synchronization inside a call counts here.
   std::uint64_t allocator_ns = 0;
+  /// Of allocator_ns, about what the clock itself added: each call is timed between two clock
+  /// reads, and what lies between two reads with no call between them (their mean over many,
+  /// taken after the pass on the same thread) is counted once per timed call. The same for
+  /// every allocator a replay drives, so allocator_ns less it compares allocators without the
+  /// clock's share, which weighs most on the cheapest calls.
+  std::uint64_t timer_ns = 0;
 };
 
 /// Figures of one iteration, or the mean of several (peaks: the highest).
@@ -81,6 +87,7 @@ struct replay_phase {
   std::size_t iterations = 0;  ///< how many passes these figures cover; 0: none
   double ns_per_op = 0;
   double allocator_ns_per_op = 0;  ///< replay_iteration::allocator_ns per operation
+  double timer_ns_per_op = 0;      ///< replay_iteration::timer_ns per operation (in allocator_ns_per_op)
   double device_calls_per_iteration = 0;
   double host_syncs_per_iteration = 0;
   double cross_stream_reuses_per_iteration = 0;
