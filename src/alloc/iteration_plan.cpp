@@ -962,6 +962,7 @@ void iteration_plan::forget_plan() {
   blocks_.clear();
   occupancy_.reset(0, occupancy_tree::nobody);
   predecessor_ids_.clear();
+  first_takings_.clear();
   starts_.clear();
   live_at_.clear();
   history_ = {};
@@ -1127,12 +1128,16 @@ void iteration_plan::forget_occupants() {
 bool iteration_plan::occupy(std::size_t index, StreamImpl& stream, std::vector<std::shared_ptr<StreamImpl>>& waits) {
   if (blocks_[index].state != slot_state::free) return false;
   const std::uint64_t period = blocks_.size();
-  const bool known = taken_since_activation_ >= 2 * period;
-  if (taken_since_activation_ == period) predecessor_ids_.clear();  // the period that learns them begins
+  const bool known = taken_since_activation_ >= period;
   bool taken = false;
   try {
-    taken = known ? occupy_known(index, waits, stream)
-                  : occupy_tracked(index, taken_since_activation_ >= period, waits, stream);
+    if (taken_since_activation_ == 0) {  // the period that learns them begins
+      predecessor_ids_.clear();
+      first_takings_.clear();
+    } else if (taken_since_activation_ == period) {
+      learn_wrapped_predecessors();
+    }
+    taken = known ? occupy_known(index, waits, stream) : occupy_tracked(index, waits, stream);
   } catch (...) {
     // Out of host memory while listing: the tree may already name this block on cells whose
     // holders were never waited for. The plan ends (a plan starts again only over a tree
@@ -1164,7 +1169,7 @@ bool iteration_plan::occupy_known(std::size_t index, std::vector<std::shared_ptr
   return true;
 }
 
-bool iteration_plan::occupy_tracked(std::size_t index, bool learn, std::vector<std::shared_ptr<StreamImpl>>& waits,
+bool iteration_plan::occupy_tracked(std::size_t index, std::vector<std::shared_ptr<StreamImpl>>& waits,
                                     const StreamImpl& stream) {
   planned_block& b = blocks_[index];
   const auto occupant = [this](std::uint32_t block) -> const planned_block& {
@@ -1175,7 +1180,12 @@ bool iteration_plan::occupy_tracked(std::size_t index, bool learn, std::vector<s
   // again over a tree reset (start_plan, forget_occupants).
   const auto taker = static_cast<std::uint32_t>(index);
   holders_.clear();
-  occupancy_.take(b.first_cell, b.end_cell, taker, [this](std::uint32_t holder) { holders_.push_back(holder); });
+  occupancy_.take_stretches(b.first_cell, b.end_cell, taker, [&](std::uint32_t holder, std::uint32_t first, std::uint32_t end) {
+    if (holder == occupancy_tree::nobody || holder == history_index()) {
+      first_takings_.push_back({taker, first, end});
+    }
+    if (holder != occupancy_tree::nobody) holders_.push_back(holder);
+  });
   for (const std::uint32_t holder : holders_) {
     if (occupant(holder).state != slot_state::free) return false;
   }
@@ -1184,16 +1194,45 @@ bool iteration_plan::occupy_tracked(std::size_t index, bool learn, std::vector<s
     const planned_block& before = occupant(holder);
     add_unique(waits, before.stream, stream);
     for (const auto& r : before.recorded) add_unique(waits, r, stream);
-    if (learn && holder != history_index() &&
+    if (holder != history_index() &&
         std::find(predecessor_ids_.begin() + first, predecessor_ids_.end(), holder) == predecessor_ids_.end()) {
       predecessor_ids_.push_back(holder);
     }
   }
-  if (learn) {
-    b.first_predecessor = first;
-    b.predecessor_count = static_cast<std::uint32_t>(predecessor_ids_.size()) - first;
-  }
+  b.first_predecessor = first;
+  b.predecessor_count = static_cast<std::uint32_t>(predecessor_ids_.size()) - first;
   return true;
+}
+
+void iteration_plan::learn_wrapped_predecessors() {
+  // Blocks are numbered in period order, so the lists were made, and the takings noted, block by
+  // block; a block's wrapped predecessors join the end of its own list, so the lists are made
+  // again, in the same order.
+  if (!std::is_sorted(first_takings_.begin(), first_takings_.end(),
+                      [](const first_taking& x, const first_taking& y) { return x.block < y.block; })) {
+    std::stable_sort(first_takings_.begin(), first_takings_.end(),
+                     [](const first_taking& x, const first_taking& y) { return x.block < y.block; });
+  }
+  std::vector<std::uint32_t> lists;
+  lists.reserve(predecessor_ids_.size() + first_takings_.size());
+  auto taking = first_takings_.begin();
+  for (std::uint32_t i = 0; i < blocks_.size(); ++i) {
+    planned_block& b = blocks_[i];
+    const auto first = static_cast<std::uint32_t>(lists.size());
+    lists.insert(lists.end(), predecessor_ids_.begin() + b.first_predecessor,
+                 predecessor_ids_.begin() + b.first_predecessor + b.predecessor_count);
+    for (; taking != first_takings_.end() && taking->block == i; ++taking) {
+      occupancy_.for_each_holder(taking->first_cell, taking->end_cell, [&](std::uint32_t holder) {
+        if (holder != history_index() && std::find(lists.begin() + first, lists.end(), holder) == lists.end()) {
+          lists.push_back(holder);
+        }
+      });
+    }
+    b.first_predecessor = first;
+    b.predecessor_count = static_cast<std::uint32_t>(lists.size()) - first;
+  }
+  predecessor_ids_ = std::move(lists);
+  first_takings_.clear();
 }
 
 void iteration_plan::order_after(void* ptr, std::size_t bytes, StreamImpl& stream,

@@ -380,10 +380,15 @@ class iteration_plan {
   /// Takes the bytes of block `index` for an allocation on `stream`: the streams it must wait for
   /// go to `waits`. False, changing nothing, when an earlier occupant is still live.
   [[nodiscard]] bool occupy(std::size_t index, StreamImpl& stream, std::vector<std::shared_ptr<StreamImpl>>& waits);
-  /// occupy through the occupants' map; with `learn`, the blocks found there become the block's
-  /// predecessors.
-  [[nodiscard]] bool occupy_tracked(std::size_t index, bool learn, std::vector<std::shared_ptr<StreamImpl>>& waits,
+  /// occupy through the occupants' map, in the first period after an activation: the blocks
+  /// found there become the block's predecessors, and the cells none of them held are noted in
+  /// first_takings_.
+  [[nodiscard]] bool occupy_tracked(std::size_t index, std::vector<std::shared_ptr<StreamImpl>>& waits,
                                     const StreamImpl& stream);
+  /// At the end of the first period after an activation: each block's predecessors on the cells
+  /// it took first in that period are the blocks the period left on them (the occupants' map
+  /// now), added to those it found there.
+  void learn_wrapped_predecessors();
   /// occupy through the block's predecessors.
   [[nodiscard]] bool occupy_known(std::size_t index, std::vector<std::shared_ptr<StreamImpl>>& waits,
                                   const StreamImpl& stream) const;
@@ -473,11 +478,21 @@ class iteration_plan {
   std::pmr::vector<planned_block> blocks_{&block_memory_};
   occupancy_tree occupancy_;  // the last block on each cell; history_index(): the arena's earlier users
   // Each block is taken once per period, in period order, so from the second period after an
-  // activation on, a block finds the same blocks on its bytes every time: learned in that
-  // period (through occupancy_, kept up to date until then), they serve every later one without
-  // the tree, one list after another in the order they were learned. A block past the last
-  // index (`history_`) stands for the arena's earlier users.
+  // activation on, a block finds the same blocks on its bytes every time: on each of its cells,
+  // the last block taken there before it in the period, or, where none was, the last one taken
+  // there in the period before. Both are learned in the first period (through occupancy_): the
+  // first as blocks are taken, the second at its end, from what the period left on the cells
+  // each block took first (first_takings_). From the second period on they serve without the
+  // tree, each block's list at [first_predecessor, first_predecessor + predecessor_count).
   std::vector<std::uint32_t> predecessor_ids_;
+  // A stretch of cells a block took first in the learning period (held by nobody or by the
+  // arena's earlier users, history_index(), when it did).
+  struct first_taking {
+    std::uint32_t block;
+    std::uint32_t first_cell;
+    std::uint32_t end_cell;
+  };
+  std::vector<first_taking> first_takings_;
   std::vector<std::uint32_t> holders_;  // scratch: the holders of the cells a block takes
   std::uint64_t taken_since_activation_ = 0;
   bool left_over_released_ = false;  // release_pools_left_over ran for this arena

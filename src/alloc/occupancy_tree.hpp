@@ -3,9 +3,10 @@
 // byte, and a segment tree over the cells keeps, for each node, the one holder of all its cells,
 // if they have one. Taking a block's cells and listing who held them before cost
 // O((k + 1) log n) for k holders, with no allocation once sized: the plan follows its blocks'
-// occupants this way in the first periods it serves.
+// occupants this way in the first period it serves.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -22,16 +23,28 @@ class occupancy_tree {
   /// cells apart from each other may be visited more than once.
   template <typename Visit>
   void for_each_holder(std::uint32_t begin, std::uint32_t end, Visit visit) const {
-    if (begin < end) visit_range(1, 0, cells_, begin, end, visit);
+    auto held = [&visit](std::uint32_t holder, std::uint32_t, std::uint32_t) {
+      if (holder != nobody) visit(holder);
+    };
+    if (begin < end) visit_range(1, 0, cells_, begin, end, held);
   }
   /// Cells [begin, end) are `holder`'s now; `visit(previous)` is called for the holders they had,
   /// as for_each_holder names them, in the same walk of the tree.
   template <typename Visit>
   void take(std::uint32_t begin, std::uint32_t end, std::uint32_t holder, Visit visit) {
-    if (begin < end) take_range(1, 0, cells_, begin, end, holder, visit);
+    auto held = [&visit](std::uint32_t previous, std::uint32_t, std::uint32_t) {
+      if (previous != nobody) visit(previous);
+    };
+    if (begin < end) take_range(1, 0, cells_, begin, end, holder, held);
   }
   void take(std::uint32_t begin, std::uint32_t end, std::uint32_t holder) {
     take(begin, end, holder, [](std::uint32_t) {});
+  }
+  /// As take, but `visit(previous, first, end)` is told each stretch of cells [first, end) that
+  /// had one holder, nobody included: which of the cells taken had which holder.
+  template <typename Visit>
+  void take_stretches(std::uint32_t begin, std::uint32_t end, std::uint32_t holder, Visit visit) {
+    if (begin < end) take_range(1, 0, cells_, begin, end, holder, visit);
   }
   [[nodiscard]] std::size_t cells() const noexcept { return cells_; }
 
@@ -43,7 +56,7 @@ class occupancy_tree {
                    Visit& visit) const {
     if (end <= low || high <= begin) return;
     if (const std::uint32_t holder = holder_[node]; holder != mixed) {
-      if (holder != nobody) visit(holder);
+      visit(holder, std::max(low, begin), std::min(high, end));
       return;
     }
     const std::uint32_t middle = low + (high - low) / 2;

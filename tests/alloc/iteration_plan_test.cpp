@@ -193,6 +193,28 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
   std::vector<live_block> iterate(const std::vector<step>& steps) {
     return iterate(steps, [](std::size_t, bool) {});
   }
+  /// Runs one iteration; `allocated(i, blocks)` is called after each allocation, request i's
+  /// block at blocks[i].
+  template <typename Allocated>
+  std::vector<live_block> iterate_allocations(const std::vector<step>& steps, Allocated allocated) {
+    std::vector<live_block> blocks(steps.size());
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].bytes == 0) {
+        deallocate(blocks[steps[i].frees]);
+        continue;
+      }
+      allocate(steps[i].bytes, steps[i].stream, blocks[i]);
+      allocated(i, blocks);
+    }
+    return blocks;
+  }
+  /// The last use of `bytes` at `ptr` by the block's old user, queued on late (starved): a
+  /// read that must see old_data, then a write of late_data.
+  void queue_late_use(void* ptr, std::size_t bytes) {
+    reuse_oracle::write(parts_->late, ptr, bytes, old_data);
+    parts_->oracle.late_read(parts_->late, ptr, bytes, old_data);
+    parts_->oracle.late_write(parts_->late, ptr, bytes, late_data);
+  }
   /// Runs one iteration whose requests the pools would serve at `base + placed[j]` (as pools in
   /// a steady state, the same place every time); no byte is touched.
   std::vector<live_block> iterate_placed(const std::vector<step>& steps, std::uintptr_t base,
@@ -215,7 +237,7 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
     return blocks;
   }
   /// Iterations until the plan serves: it must, by the third.
-  /// Then `served` more periods from the plan: from the third period it serves, each block's
+  /// Then `served` more periods from the plan: from the second period it serves, each block's
   /// predecessors on its bytes are known and the plan no longer tracks occupants.
   void warm_up(const std::vector<step>& steps, int served = 0) {
     for (int i = 0; i < 3 + served; ++i) iterate(steps);
@@ -398,27 +420,18 @@ TEST_P(PlanFixture, APlanInLentMemoryReleasesNothingAfterItsFirstPeriod) {
 
 std::vector<PlanFixture::live_block> PlanFixture::expect_late_work_waited_for(const std::vector<step>& steps) {
   const std::size_t first = steps.size() - 4;
-  std::vector<live_block> blocks(steps.size());
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    const step& s = steps[i];
-    if (s.bytes == 0) {
-      deallocate(blocks[s.frees]);
-      continue;
-    }
-    allocate(s.bytes, s.stream, blocks[i]);
+  const std::vector<live_block> blocks = iterate_allocations(steps, [&](std::size_t i, std::vector<live_block>& done) {
     if (i == first) {
-      EXPECT_TRUE(blocks[i].planned) << "late's block comes from the plan";
-      reuse_oracle::write(parts_->late, blocks[i].ptr, s.bytes, old_data);
-      parts_->oracle.late_read(parts_->late, blocks[i].ptr, s.bytes, old_data);
-      parts_->oracle.late_write(parts_->late, blocks[i].ptr, s.bytes, late_data);
+      EXPECT_TRUE(done[i].planned) << "late's block comes from the plan";
+      queue_late_use(done[i].ptr, steps[i].bytes);
     }
     if (i == first + 2) {
-      EXPECT_TRUE(blocks[i].planned);
-      EXPECT_EQ(blocks[i].ptr, blocks[first].ptr) << "the plan shares the bytes (else this test sees nothing)";
-      parts_->oracle.claim(parts_->a, blocks[i].ptr, s.bytes, new_data);
+      EXPECT_TRUE(done[i].planned);
+      EXPECT_EQ(done[i].ptr, done[first].ptr) << "the plan shares the bytes (else this test sees nothing)";
+      parts_->oracle.claim(parts_->a, done[i].ptr, steps[i].bytes, new_data);
       EXPECT_TRUE(parts_->oracle.settle());
     }
-  }
+  });
   EXPECT_GE(plan_stats().num_cross_stream_reuses, 1u);
   return blocks;
 }
@@ -646,6 +659,43 @@ TEST_P(PlanFixture, ABlockPlannedOverAnotherStreamsBytesWaitsForItsWork) { expec
 
 TEST_P(PlanFixture, ABlockPlannedOverAnotherStreamsBytesWaitsForItsWorkOnceItsPredecessorsAreKnown) {
   expect_wait_for_another_streams_work(2);
+}
+
+TEST_P(PlanFixture, ABlockTakingBytesLastUsedInThePeriodBeforeWaitsForThatStreamOnceItsPredecessorsAreKnown) {
+  // A 2 MiB block on a lives through the turn, so the period starts where it is freed, at the
+  // turn's end: in period order the fillers, then a's 1 MiB block, then late's, all over the
+  // same bytes beside it. In every period after the first, the first filler takes bytes whose
+  // last user is late's block of the period before, which no block of its own period precedes.
+  // Late's last use of them is left queued (late is starved) when the next period takes them.
+  std::vector<step> steps{{2 * mib, 0, 0}};
+  for (step s : with_fillers({{1 * mib, 0, 0}, {0, 0, 0}, {1 * mib, 1, 0}, {0, 0, 2}})) {
+    if (s.bytes == 0) s.frees += 1;
+    steps.push_back(s);
+  }
+  steps.push_back({0, 0, 0});
+  const std::size_t late_at = steps.size() - 3;
+  warm_up(steps, 2);
+  std::uintptr_t late_bytes = 0;
+  iterate_allocations(steps, [&](std::size_t i, std::vector<live_block>& done) {
+    EXPECT_TRUE(done[i].planned) << "request " << i;
+    if (i != late_at) return;
+    late_bytes = reinterpret_cast<std::uintptr_t>(done[i].ptr);
+    queue_late_use(done[i].ptr, steps[i].bytes);
+  });
+  bool claimed = false;
+  iterate_allocations(steps, [&](std::size_t i, std::vector<live_block>& done) {
+    const auto at = reinterpret_cast<std::uintptr_t>(done[i].ptr);
+    if (claimed || at >= late_bytes + 1 * mib || late_bytes >= at + steps[i].bytes) return;
+    // The first block of the next period over late's bytes: a filler.
+    EXPECT_EQ(i, 1u) << "the first filler takes late's bytes first (else this test sees nothing)";
+    const std::uintptr_t from = std::max(at, late_bytes);
+    const std::size_t shared = std::min(at + steps[i].bytes, late_bytes + 1 * mib) - from;
+    parts_->oracle.claim(parts_->a, reinterpret_cast<void*>(from), shared, new_data);
+    EXPECT_TRUE(parts_->oracle.settle());
+    claimed = true;
+  });
+  EXPECT_TRUE(claimed);
+  EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
 }
 
 TEST_P(PlanFixture, ABlockPlannedOverBytesRecordedOnAnotherStreamWaitsForIt) { expect_wait_for_a_recorded_stream(0); }

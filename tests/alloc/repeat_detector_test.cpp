@@ -472,5 +472,31 @@ TEST(OccupancyTree, NamesEveryHolderOfARangeAsACellByCellRecordWould) {
   EXPECT_FALSE(any) << "nobody is no holder";
 }
 
+TEST(OccupancyTree, TakingTellsWhichCellsEachHolderHadNobodyIncluded) {
+  std::mt19937 rng(5);
+  constexpr std::uint32_t cells = 300;
+  occupancy_tree tree;
+  tree.reset(cells, occupancy_tree::nobody);
+  std::vector<std::uint32_t> truth(cells, occupancy_tree::nobody);
+  for (std::uint32_t holder = 0; holder < 3000; ++holder) {
+    const std::uint32_t begin = rng() % cells;
+    const std::uint32_t end = begin + 1 + rng() % std::min<std::uint32_t>(40, cells - begin);
+    std::vector<std::uint32_t> told(cells, holder);  // holder: not told
+    tree.take_stretches(begin, end, holder, [&](std::uint32_t previous, std::uint32_t first, std::uint32_t last) {
+      ASSERT_LT(first, last);
+      ASSERT_GE(first, begin);
+      ASSERT_LE(last, end);
+      for (std::uint32_t c = first; c < last; ++c) {
+        ASSERT_EQ(told[c], holder) << "cell " << c << " told twice";
+        told[c] = previous;
+      }
+    });
+    for (std::uint32_t c = begin; c < end; ++c) {
+      ASSERT_EQ(told[c], truth[c]) << "cell " << c << " taking [" << begin << ", " << end << ") for " << holder;
+    }
+    std::fill(truth.begin() + begin, truth.begin() + end, holder);
+  }
+}
+
 }  // namespace
 }  // namespace streamsafe::detail
