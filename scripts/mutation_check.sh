@@ -90,6 +90,8 @@ mutation_in alloc_repeat_plan_test plan-known-predecessor-skips-recorded "$plan"
   '    for (const auto& r : blocks_[p].recorded) add_unique(waits, r, stream);' ''
 mutation_in alloc_repeat_plan_test plan-wrapped-predecessors-unlearned "$plan" \
   $'    } else if (taken_since_activation_ == period) {\n      learn_wrapped_predecessors();\n    }' '    }'
+mutation_in alloc_repeat_plan_test plan-first-takings-skip-history "$plan" \
+  '    if (holder == occupancy_tree::nobody || holder == history_index()) {' '    if (holder == occupancy_tree::nobody) {'
 mutation_in alloc_repeat_plan_test plan-restart-skips-earlier-users "$plan" \
   $'  lock.unlock();\n  if (out.ptr != nullptr && !waits.empty()) order_after(out.ptr, rounded, stream, waits);' '  lock.unlock();'
 mutation_in alloc_repeat_plan_test plan-unmaps-arena-without-sync "$plan" \

@@ -1206,8 +1206,8 @@ bool iteration_plan::occupy_tracked(std::size_t index, std::vector<std::shared_p
 
 void iteration_plan::learn_wrapped_predecessors() {
   // Blocks are numbered in period order, so the lists were made, and the takings noted, block by
-  // block; a block's wrapped predecessors join the end of its own list, so the lists are made
-  // again, in the same order.
+  // block; a block's wrapped predecessors join the end of its own, so the lists are made again,
+  // in the same order. Nothing changes until they all are: out of host memory, the old lists stand.
   if (!std::is_sorted(first_takings_.begin(), first_takings_.end(),
                       [](const first_taking& x, const first_taking& y) { return x.block < y.block; })) {
     std::stable_sort(first_takings_.begin(), first_takings_.end(),
@@ -1215,10 +1215,11 @@ void iteration_plan::learn_wrapped_predecessors() {
   }
   std::vector<std::uint32_t> lists;
   lists.reserve(predecessor_ids_.size() + first_takings_.size());
+  std::vector<std::uint32_t> ends(blocks_.size());  // block i's list ends at ends[i]
   auto taking = first_takings_.begin();
   for (std::uint32_t i = 0; i < blocks_.size(); ++i) {
-    planned_block& b = blocks_[i];
-    const auto first = static_cast<std::uint32_t>(lists.size());
+    const planned_block& b = blocks_[i];
+    const std::size_t first = lists.size();
     lists.insert(lists.end(), predecessor_ids_.begin() + b.first_predecessor,
                  predecessor_ids_.begin() + b.first_predecessor + b.predecessor_count);
     for (; taking != first_takings_.end() && taking->block == i; ++taking) {
@@ -1228,11 +1229,14 @@ void iteration_plan::learn_wrapped_predecessors() {
         }
       });
     }
-    b.first_predecessor = first;
-    b.predecessor_count = static_cast<std::uint32_t>(lists.size()) - first;
+    ends[i] = static_cast<std::uint32_t>(lists.size());
+  }
+  for (std::uint32_t i = 0, first = 0; i < blocks_.size(); first = ends[i++]) {
+    blocks_[i].first_predecessor = first;
+    blocks_[i].predecessor_count = ends[i] - first;
   }
   predecessor_ids_ = std::move(lists);
-  first_takings_.clear();
+  std::vector<first_taking>().swap(first_takings_);  // not needed again until the plan starts again
 }
 
 void iteration_plan::order_after(void* ptr, std::size_t bytes, StreamImpl& stream,

@@ -215,6 +215,44 @@ class PlanFixture : public ::testing::TestWithParam<test_backend> {
     parts_->oracle.late_read(parts_->late, ptr, bytes, old_data);
     parts_->oracle.late_write(parts_->late, ptr, bytes, late_data);
   }
+  /// A 2 MiB block on a lives through the turn, so the period starts where it is freed, at the
+  /// turn's end: in period order the fillers, then a 1 MiB block on a, then one on late (request
+  /// size() - 3), all over the same bytes beside it. In every period after the first, the first
+  /// filler takes bytes whose last user is late's block of the period before, which no block of
+  /// its own period precedes.
+  static std::vector<step> late_last_in_the_turn() {
+    std::vector<step> steps{{2 * mib, 0, 0}};
+    for (step s : with_fillers({{1 * mib, 0, 0}, {0, 0, 0}, {1 * mib, 1, 0}, {0, 0, 2}})) {
+      if (s.bytes == 0) s.frees += 1;
+      steps.push_back(s);
+    }
+    steps.push_back({0, 0, 0});
+    return steps;
+  }
+  /// Two turns of late_last_in_the_turn() the plan serves: late's last use of its block is left
+  /// queued (late is starved) when the next turn's first filler takes those bytes on a.
+  void expect_next_turn_waits_for_late(const std::vector<step>& steps) {
+    const std::size_t late_at = steps.size() - 3;
+    std::uintptr_t late_bytes = 0;
+    iterate_allocations(steps, [&](std::size_t i, std::vector<live_block>& done) {
+      EXPECT_TRUE(done[i].planned) << "request " << i;
+      if (i != late_at) return;
+      late_bytes = reinterpret_cast<std::uintptr_t>(done[i].ptr);
+      queue_late_use(done[i].ptr, steps[i].bytes);
+    });
+    bool claimed = false;
+    iterate_allocations(steps, [&](std::size_t i, std::vector<live_block>& done) {
+      const auto at = reinterpret_cast<std::uintptr_t>(done[i].ptr);
+      if (claimed || at >= late_bytes + 1 * mib || late_bytes >= at + steps[i].bytes) return;
+      EXPECT_EQ(i, 1u) << "the first filler takes late's bytes first (else this test sees nothing)";
+      const std::uintptr_t from = std::max(at, late_bytes);
+      const std::size_t shared = std::min(at + steps[i].bytes, late_bytes + 1 * mib) - from;
+      parts_->oracle.claim(parts_->a, reinterpret_cast<void*>(from), shared, new_data);
+      EXPECT_TRUE(parts_->oracle.settle());
+      claimed = true;
+    });
+    EXPECT_TRUE(claimed);
+  }
   /// Runs one iteration whose requests the pools would serve at `base + placed[j]` (as pools in
   /// a steady state, the same place every time); no byte is touched.
   std::vector<live_block> iterate_placed(const std::vector<step>& steps, std::uintptr_t base,
@@ -662,40 +700,26 @@ TEST_P(PlanFixture, ABlockPlannedOverAnotherStreamsBytesWaitsForItsWorkOnceItsPr
 }
 
 TEST_P(PlanFixture, ABlockTakingBytesLastUsedInThePeriodBeforeWaitsForThatStreamOnceItsPredecessorsAreKnown) {
-  // A 2 MiB block on a lives through the turn, so the period starts where it is freed, at the
-  // turn's end: in period order the fillers, then a's 1 MiB block, then late's, all over the
-  // same bytes beside it. In every period after the first, the first filler takes bytes whose
-  // last user is late's block of the period before, which no block of its own period precedes.
-  // Late's last use of them is left queued (late is starved) when the next period takes them.
-  std::vector<step> steps{{2 * mib, 0, 0}};
-  for (step s : with_fillers({{1 * mib, 0, 0}, {0, 0, 0}, {1 * mib, 1, 0}, {0, 0, 2}})) {
-    if (s.bytes == 0) s.frees += 1;
-    steps.push_back(s);
-  }
-  steps.push_back({0, 0, 0});
-  const std::size_t late_at = steps.size() - 3;
+  const std::vector<step> steps = late_last_in_the_turn();
   warm_up(steps, 2);
-  std::uintptr_t late_bytes = 0;
-  iterate_allocations(steps, [&](std::size_t i, std::vector<live_block>& done) {
-    EXPECT_TRUE(done[i].planned) << "request " << i;
-    if (i != late_at) return;
-    late_bytes = reinterpret_cast<std::uintptr_t>(done[i].ptr);
-    queue_late_use(done[i].ptr, steps[i].bytes);
-  });
-  bool claimed = false;
-  iterate_allocations(steps, [&](std::size_t i, std::vector<live_block>& done) {
-    const auto at = reinterpret_cast<std::uintptr_t>(done[i].ptr);
-    if (claimed || at >= late_bytes + 1 * mib || late_bytes >= at + steps[i].bytes) return;
-    // The first block of the next period over late's bytes: a filler.
-    EXPECT_EQ(i, 1u) << "the first filler takes late's bytes first (else this test sees nothing)";
-    const std::uintptr_t from = std::max(at, late_bytes);
-    const std::size_t shared = std::min(at + steps[i].bytes, late_bytes + 1 * mib) - from;
-    parts_->oracle.claim(parts_->a, reinterpret_cast<void*>(from), shared, new_data);
-    EXPECT_TRUE(parts_->oracle.settle());
-    claimed = true;
-  });
-  EXPECT_TRUE(claimed);
+  expect_next_turn_waits_for_late(steps);
   EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+}
+
+TEST_P(PlanFixture, APlanStartedAgainOverItsArenaLearnsTheBytesTheTurnBeforeLeftToAnotherStream) {
+  // Started again over its arena, the plan's first period finds every cell held by the arena's
+  // earlier users: what each block takes first there is what the period leaves to the next.
+  const std::vector<step> steps = late_last_in_the_turn();
+  warm_up(steps, 2);
+  std::vector<step> off_the_plan = steps;
+  off_the_plan[steps.size() - 3].bytes = 3 * mib;
+  iterate(off_the_plan);
+  ASSERT_EQ(plan_stats().num_plan_derailments, 1u);
+  for (int turn = 0; turn < 6 && plan_stats().num_plan_activations < 2; ++turn) iterate(steps);
+  ASSERT_EQ(plan_stats().num_plan_activations, 2u) << "the same plan starts again";
+  for (int turn = 0; turn < 3; ++turn) iterate(steps);
+  expect_next_turn_waits_for_late(steps);
+  EXPECT_EQ(plan_stats().num_plan_derailments, 1u);
 }
 
 TEST_P(PlanFixture, ABlockPlannedOverBytesRecordedOnAnotherStreamWaitsForIt) { expect_wait_for_a_recorded_stream(0); }
