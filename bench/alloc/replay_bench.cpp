@@ -174,31 +174,33 @@ double per_op_of(std::uint64_t ns, std::uint64_t operations) {
   return operations == 0 ? 0.0 : static_cast<double>(ns) / static_cast<double>(operations);
 }
 
+/// `,"per_iteration_NAME":[...]`: `write(pass)` puts each iteration's value on `out`.
+template <class Write>
+void print_per_iteration(std::ostream& out, const char* name, const run_result& r, Write write) {
+  out << ",\"per_iteration_" << name << "\":[";
+  const char* separator = "";
+  for (const replay_iteration& pass : r.replay.iterations) {
+    out << std::exchange(separator, ",");
+    write(pass);
+  }
+  out << "]";
+}
+
 /// Each iteration's host time in the allocator per op (and the clock's share of it) and device
 /// calls, so that runs repeated in rounds can be compared iteration by iteration (medians over
 /// the rounds).
 void print_iterations_json(std::ostream& out, const run_result& r) {
-  out << ",\"per_iteration_allocator_ns_per_op\":[";
-  const char* separator = "";
-  for (const replay_iteration& pass : r.replay.iterations) {
-    out << std::exchange(separator, ",") << per_op_of(pass.allocator_ns, pass.operations);
-  }
-  out << "],\"per_iteration_timer_ns_per_op\":[";
-  separator = "";
-  for (const replay_iteration& pass : r.replay.iterations) {
-    out << std::exchange(separator, ",") << per_op_of(pass.timer_ns, pass.operations);
-  }
-  out << "],\"per_iteration_device_calls\":[";
-  separator = "";
-  for (const replay_iteration& pass : r.replay.iterations) {
-    out << std::exchange(separator, ",");
+  print_per_iteration(out, "allocator_ns_per_op", r,
+                      [&](const replay_iteration& pass) { out << per_op_of(pass.allocator_ns, pass.operations); });
+  print_per_iteration(out, "timer_ns_per_op", r,
+                      [&](const replay_iteration& pass) { out << per_op_of(pass.timer_ns, pass.operations); });
+  print_per_iteration(out, "device_calls", r, [&](const replay_iteration& pass) {
     if (r.counted.device_calls) {
       out << pass.device_calls;
     } else {
       out << "null";
     }
-  }
-  out << "]";
+  });
 }
 
 void print_json(const std::string& header, const run_result& r) {
