@@ -1205,13 +1205,13 @@ bool iteration_plan::occupy_tracked(std::size_t index, std::vector<std::shared_p
 }
 
 void iteration_plan::learn_wrapped_predecessors() {
-  // Blocks are numbered in period order, so the lists were made, and the takings noted, block by
-  // block; a block's wrapped predecessors join the end of its own, so the lists are made again,
-  // in the same order. Nothing changes until they all are: out of host memory, the old lists stand.
-  if (!std::is_sorted(first_takings_.begin(), first_takings_.end(),
-                      [](const first_taking& x, const first_taking& y) { return x.block < y.block; })) {
-    std::stable_sort(first_takings_.begin(), first_takings_.end(),
-                     [](const first_taking& x, const first_taking& y) { return x.block < y.block; });
+  // A block's wrapped predecessors join the end of its own list, so the lists are made again,
+  // block by block. The takings were noted in the order blocks were taken: block order when the
+  // plan started at its period's first block, else a rotation of it. Nothing changes until every
+  // list is made: out of host memory, the old lists stand.
+  const auto by_block = [](const first_taking& x, const first_taking& y) { return x.block < y.block; };
+  if (!std::is_sorted(first_takings_.begin(), first_takings_.end(), by_block)) {
+    std::stable_sort(first_takings_.begin(), first_takings_.end(), by_block);
   }
   std::vector<std::uint32_t> lists;
   lists.reserve(predecessor_ids_.size() + first_takings_.size());
