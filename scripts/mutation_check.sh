@@ -92,6 +92,8 @@ mutation_in alloc_repeat_plan_test plan-wrapped-predecessors-unlearned "$plan" \
   $'    } else if (taken_since_activation_ == period) {\n      learn_wrapped_predecessors();\n    }' '    }'
 mutation_in alloc_repeat_plan_test plan-first-takings-skip-history "$plan" \
   '    if (holder == occupancy_tree::nobody || holder == history_index()) {' '    if (holder == occupancy_tree::nobody) {'
+mutation_in alloc_repeat_plan_test plan-starts-out-of-address-order "$plan" \
+  $'  std::sort(by_address.begin(), by_address.end(),\n            [this](std::size_t x, std::size_t y) { return ranges_[x].address < ranges_[y].address; });\n' ''
 mutation_in alloc_repeat_plan_test plan-restart-skips-earlier-users "$plan" \
   $'  lock.unlock();\n  if (out.ptr != nullptr && !waits.empty()) order_after(out.ptr, rounded, stream, waits);' '  lock.unlock();'
 mutation_in alloc_repeat_plan_test plan-unmaps-arena-without-sync "$plan" \

@@ -451,20 +451,30 @@ void iteration_plan::start_plan_or_release(const std::vector<cyclic_lifetime>& l
 
 void iteration_plan::start_plan(const std::vector<cyclic_lifetime>& lifetimes, const std::vector<std::size_t>& offsets,
                                 plan_book book) {
+  // The indexes first, from the compact offsets: then one pass over the blocks, whose records
+  // (two cache lines each) are a period's worth of megabytes, builds each whole.
+  const offset_index cells = cell_edges(lifetimes, offsets);
+  const start_slots slots = index_starts(offsets);
   // A fresh vector, so the blocks land in the memory prepared for them, not the last plan's.
-  blocks_ = std::pmr::vector<planned_block>(lifetimes.size(), planned_block{}, &block_memory_);
+  blocks_ = std::pmr::vector<planned_block>(&block_memory_);
+  blocks_.reserve(lifetimes.size());
   block_memory_.release();  // what is left of it serves no later plan
   for (std::size_t i = 0; i < lifetimes.size(); ++i) {
-    blocks_[i].offset = offsets[i];
-    blocks_[i].bytes = lifetimes[i].bytes;
-    blocks_[i].address = address_of(offsets[i]);
+    const std::size_t range = range_at(offsets[i]);
+    planned_block& b = blocks_.emplace_back();
+    b.offset = offsets[i];
+    b.bytes = lifetimes[i].bytes;
+    b.address = ranges_[range].address + (offsets[i] - ranges_[range].offset);
+    b.first_cell = static_cast<std::uint32_t>(cells.rank(b.offset));
+    b.end_cell = static_cast<std::uint32_t>(cells.rank(b.offset + b.bytes));
+    b.start_slot = static_cast<std::uint32_t>(slots.index.rank(b.offset) - slots.first_rank[range] + slots.first_slot[range]);
   }
+  occupancy_.reset(cells.size() == 0 ? 0 : cells.size() - 1, occupancy_tree::nobody);
+  live_at_.assign(starts_.size(), nobody);
   book_ = std::move(book);
   left_over_released_ = false;
-  index_cells();
   start_history();
   predecessor_ids_.clear();
-  index_starts();
   publish_ranges(ranges_);
   ++activations_;
   phase_.store(phase::active, std::memory_order_release);
@@ -1083,34 +1093,36 @@ void iteration_plan::vacate(planned_block& b) {
   --counters_.blocks;
 }
 
-void iteration_plan::index_cells() {
+offset_index iteration_plan::cell_edges(const std::vector<cyclic_lifetime>& lifetimes,
+                                        const std::vector<std::size_t>& offsets) {
   std::vector<std::size_t> edges;  // every block's first byte and the byte past its last
-  edges.reserve(2 * blocks_.size());
-  for (const planned_block& b : blocks_) {
-    edges.push_back(b.offset);
-    edges.push_back(b.offset + b.bytes);
+  edges.reserve(2 * offsets.size());
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    edges.push_back(offsets[i]);
+    edges.push_back(offsets[i] + lifetimes[i].bytes);
   }
-  std::sort(edges.begin(), edges.end());
-  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-  const auto cell_at = [&edges](std::size_t offset) {
-    return static_cast<std::uint32_t>(std::lower_bound(edges.begin(), edges.end(), offset) - edges.begin());
-  };
-  for (planned_block& b : blocks_) {
-    b.first_cell = cell_at(b.offset);
-    b.end_cell = cell_at(b.offset + b.bytes);
-  }
-  occupancy_.reset(edges.empty() ? 0 : edges.size() - 1, occupancy_tree::nobody);
+  return offset_index(std::move(edges));
 }
 
-void iteration_plan::index_starts() {
+iteration_plan::start_slots iteration_plan::index_starts(const std::vector<std::size_t>& offsets) {
+  start_slots out{offset_index(offsets), std::vector<std::size_t>(ranges_.size()), std::vector<std::size_t>(ranges_.size())};
+  // Within a range, addresses follow offsets: the ranges in address order, each range's starts
+  // in offset order, give every start in address order.
+  std::vector<std::size_t> by_address(ranges_.size());
+  std::iota(by_address.begin(), by_address.end(), std::size_t{0});
+  std::sort(by_address.begin(), by_address.end(),
+            [this](std::size_t x, std::size_t y) { return ranges_[x].address < ranges_[y].address; });
   starts_.clear();
-  for (const planned_block& b : blocks_) starts_.push_back(b.address);
-  std::sort(starts_.begin(), starts_.end());
-  starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
-  for (planned_block& b : blocks_) {
-    b.start_slot = static_cast<std::uint32_t>(std::lower_bound(starts_.begin(), starts_.end(), b.address) - starts_.begin());
+  starts_.reserve(out.index.size());
+  for (const std::size_t r : by_address) {
+    const arena_range& range = ranges_[r];
+    out.first_rank[r] = out.index.rank(range.offset);
+    out.first_slot[r] = starts_.size();
+    out.index.append_between(
+        range.offset, range.offset + range.bytes,
+        [&range](std::size_t offset) { return range.address + (offset - range.offset); }, starts_);
   }
-  live_at_.assign(starts_.size(), nobody);
+  return out;
 }
 
 void iteration_plan::forget_occupants() {

@@ -52,6 +52,7 @@
 
 #include "alloc/memory_source.hpp"
 #include "alloc/occupancy_tree.hpp"
+#include "alloc/offset_index.hpp"
 #include "alloc/offset_planner.hpp"
 #include "alloc/planning_job.hpp"
 #include "alloc/repeat_detector.hpp"
@@ -395,9 +396,19 @@ class iteration_plan {
   /// Before the plan serves again from an arena whose history the occupants' map lost: every
   /// first taking of bytes waits for every stream that used the arena.
   void forget_occupants();
-  void index_starts();
-  /// Cuts the arena's bytes into cells at the blocks' edges, for occupancy_.
-  void index_cells();
+  /// Where each block's first byte sits in starts_: its start's rank in `index`, less the rank
+  /// of its range's lowest offset, plus that range's first slot.
+  struct start_slots {
+    offset_index index;                   // the blocks' first offsets
+    std::vector<std::size_t> first_rank;  // per range of the arena
+    std::vector<std::size_t> first_slot;
+  };
+  /// Fills starts_ (the blocks' first bytes, by address) for blocks at `offsets`.
+  [[nodiscard]] start_slots index_starts(const std::vector<std::size_t>& offsets);
+  /// The edges that cut the arena's bytes into cells for occupancy_: the blocks' first bytes and
+  /// the bytes past their last.
+  [[nodiscard]] static offset_index cell_edges(const std::vector<cyclic_lifetime>& lifetimes,
+                                               const std::vector<std::size_t>& offsets);
   /// The holder that stands for the arena's earlier users in occupancy_ and the lists.
   [[nodiscard]] std::uint32_t history_index() const noexcept { return static_cast<std::uint32_t>(blocks_.size()); }
   /// A block's slot becomes live, or free again, in the books. Caller holds mutex_.

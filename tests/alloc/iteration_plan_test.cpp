@@ -814,6 +814,38 @@ TEST_P(PlanFixture, APlanOverLentMemoryMapsNothingAndItsFirstBlocksWaitForTheLen
       << "the pool's stream must be ordered after the plan's";
 }
 
+TEST_P(PlanFixture, APlanOverRunsLentAboveEachOtherInAddressFindsEachBlockFreedOutOfTurn) {
+  // The pools lend their largest runs first: the run at the plan's offset 0 may lie above the
+  // next one in the address space. A free out of the period's order (which ends the plan) finds
+  // its block by address alone, in either run.
+  const std::uintptr_t one = map_until_teardown(4 * mib);
+  const std::uintptr_t other = map_until_teardown(4 * mib);
+  const std::uintptr_t high = std::max(one, other);
+  const std::uintptr_t low = std::min(one, other);
+  const std::shared_ptr<detail::StreamImpl> lender = detail::share_stream(parts_->late.impl());
+  parts_->host.to_lend = {{high, 4 * mib, lender}, {low, 4 * mib, lender}};
+  // Two blocks alive together, one per run, and fillers before them that share the first run.
+  const std::vector<step> steps = with_fillers({{4 * mib, 0, 0}, {4 * mib, 0, 0}, {0, 0, 1}, {0, 0, 0}});
+  const std::size_t first = steps.size() - 4;
+  std::vector<live_block> blocks;
+  for (int i = 0; i < 4 && !(blocks.size() > first && blocks[first].planned); ++i) blocks = iterate(steps);
+  ASSERT_TRUE(blocks[first].planned && blocks[first + 1].planned) << "the plan served the period";
+  // The next turn frees its two blocks in the other order.
+  std::vector<step> swapped = steps;
+  std::swap(swapped[first + 2], swapped[first + 3]);
+  blocks = iterate_allocations(swapped, [&](std::size_t k, const std::vector<live_block>& now) {
+    if (k == first + 1) {
+      const auto at = [&](std::size_t j) { return reinterpret_cast<std::uintptr_t>(now[j].ptr); };
+      EXPECT_TRUE((at(first) == high && at(first + 1) == low) || (at(first) == low && at(first + 1) == high))
+          << "one block in each lent run";
+    }
+  });  // a block not found at its free throws
+  const allocator_stats s = plan_stats();
+  EXPECT_EQ(s.num_plan_derailments, 1u) << "the free out of turn ended the plan";
+  EXPECT_EQ(parts_->host.reserved, 0) << "nothing mapped: both blocks lay in the runs";
+  EXPECT_EQ(parts_->host.taken_back.size(), 2u) << "both runs went back once their blocks were freed";
+}
+
 TEST_P(PlanFixture, APlanOverLentMemoryOverTheSlackReleasesOnlyThePoolsOtherFreeMemory) {
   // The pools moved memory for the period and hold more than the slack allows: the plan still
   // starts in what they lend, and only their other free memory goes to the device.
