@@ -5,6 +5,8 @@
 #include <map>
 #include <memory_resource>
 #include <numeric>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include "common/expects.hpp"
@@ -328,10 +330,30 @@ offset_planner::offset_planner(std::span<const cyclic_lifetime> blocks, std::uin
       conflict_first_(scratch),
       conflict_list_(scratch) {
   std::iota(order_.begin(), order_.end(), std::uint32_t{0});
-  std::stable_sort(order_.begin(), order_.end(), [&](std::uint32_t x, std::uint32_t y) {
-    if (blocks[x].bytes != blocks[y].bytes) return blocks[x].bytes > blocks[y].bytes;
-    return blocks[x].length > blocks[y].length;
-  });
+  const auto sort_order = [this] {
+    std::stable_sort(order_.begin(), order_.end(), [this](std::uint32_t x, std::uint32_t y) {
+      if (blocks_[x].bytes != blocks_[y].bytes) return blocks_[x].bytes > blocks_[y].bytes;
+      return blocks_[x].length > blocks_[y].length;
+    });
+  };
+  // The placing order and the lifetimes' overlaps need nothing of each other: for a period of
+  // many blocks, where each takes milliseconds, the order is sorted on a thread of its own while
+  // this one sweeps. Joined before the order can be read or freed, an exception included.
+  std::thread sorter;
+  if (blocks.size() >= sort_on_a_thread_from) {
+    try {
+      sorter = std::thread(sort_order);
+    } catch (const std::system_error&) {
+      // no thread to be had: sorted below
+    }
+  }
+  const struct joined {
+    std::thread& thread;
+    ~joined() {
+      if (thread.joinable()) thread.join();
+    }
+  } join_sorter{sorter};
+  if (!sorter.joinable()) sort_order();
   dense_ = overlapping_pairs(blocks, period, scratch) > 64 * blocks.size();
   if (!dense_) {
     conflict_lists conflicts = time_conflicts(blocks, period, scratch);

@@ -45,6 +45,10 @@ class offset_planner {
  public:
   offset_planner(std::span<const cyclic_lifetime> blocks, std::uint64_t period,
                  std::pmr::memory_resource* scratch = std::pmr::new_delete_resource());
+  /// Blocks from which the planner sorts its placing order on a second thread while it sweeps
+  /// their lifetimes (below, starting a thread costs more than it saves).
+  static constexpr std::size_t sort_on_a_thread_from = 4096;
+
   /// plan_offsets(blocks, period, boundaries). With `give_up_above`, placing stops as soon as
   /// the footprint passes it: the footprint is then above it and the offsets are not a plan
   /// (for a caller that only needs to know whether the plan fits).

@@ -423,6 +423,30 @@ TEST(OffsetPlanner, PlacesAsItAlwaysHas) {
   EXPECT_EQ(seen, before);
 }
 
+TEST(OffsetPlanner, PlacesAPeriodWhoseOrderIsSortedOnAThreadAsItAlwaysHas) {
+  // Periods of more blocks than sort_on_a_thread_from, whose placing order is sorted beside the
+  // sweep: the same offsets as when it was sorted first (a checksum, as above), and disjoint.
+  std::mt19937 rng(5);
+  const std::size_t count = 2 * offset_planner::sort_on_a_thread_from;
+  const std::uint64_t period = 3 * count;
+  std::vector<std::pair<std::size_t, std::uint64_t>> seen;
+  for (const std::uint64_t longest : {std::uint64_t{60}, std::uint64_t{2000}}) {
+    std::vector<cyclic_lifetime> blocks;
+    for (std::size_t i = 0; i < count; ++i) {
+      blocks.push_back({512 * (1 + rng() % 32), rng() % period, 1 + rng() % longest});  // many ties in size
+    }
+    const offset_plan plan = plan_offsets(blocks, period);
+    EXPECT_TRUE(disjoint_in_use(blocks, plan.offsets, period)) << "longest lifetime " << longest;
+    std::uint64_t checksum = 1469598103934665603ULL;
+    for (const std::size_t offset : plan.offsets) checksum = (checksum ^ offset) * 1099511628211ULL;
+    seen.emplace_back(plan.footprint, checksum);
+  }
+  // Computed with the planner of b891bbf, which sorted the order before sweeping.
+  const std::vector<std::pair<std::size_t, std::uint64_t>> before{{211968, 17642044395238410627ULL},
+                                                                  {3466240, 3641467961999729027ULL}};
+  EXPECT_EQ(seen, before);
+}
+
 TEST(OffsetPlanner, GivingUpAboveAFootprintAnswersWhetherThePlanFitsAsTheWholePlanWould) {
   std::mt19937 rng(4);
   const std::uint64_t period = 1000;
