@@ -401,6 +401,13 @@ TEST(OffsetPlanner, OnePlannerGivesEachPlanOfItsPeriodAsPlanningAfreshWould) {
   }
 }
 
+/// A plan's footprint and a checksum of its offsets (FNV-1a over them, in order).
+std::pair<std::size_t, std::uint64_t> fingerprint(const offset_plan& plan) {
+  std::uint64_t checksum = 1469598103934665603ULL;
+  for (const std::size_t offset : plan.offsets) checksum = (checksum ^ offset) * 1099511628211ULL;
+  return {plan.footprint, checksum};
+}
+
 TEST(OffsetPlanner, PlacesAsItAlwaysHas) {
   // The offsets of two fixed periods, sparse and dense, as the planner placed them before its
   // sweep was shared between plans (a checksum of the offsets and the footprint): a change here
@@ -413,9 +420,7 @@ TEST(OffsetPlanner, PlacesAsItAlwaysHas) {
     for (int i = 0; i < 500; ++i) blocks.push_back({512 * (1 + rng() % 64), rng() % period, 1 + rng() % longest});
     const std::vector<std::size_t> ends{96 * 1024, 160 * 1024, 4096 * 1024};
     const offset_plan plan = plan_offsets(blocks, period, ends);
-    std::uint64_t checksum = 1469598103934665603ULL;
-    for (const std::size_t offset : plan.offsets) checksum = (checksum ^ offset) * 1099511628211ULL;
-    seen.emplace_back(plan.footprint, checksum);
+    seen.push_back(fingerprint(plan));
   }
   // Computed with the planner of 07b0847, before the sweep was shared.
   const std::vector<std::pair<std::size_t, std::uint64_t>> before{{263680, 11701436767251428979ULL},
@@ -437,9 +442,7 @@ TEST(OffsetPlanner, PlacesAPeriodWhoseOrderIsSortedOnAThreadAsItAlwaysHas) {
     }
     const offset_plan plan = plan_offsets(blocks, period);
     EXPECT_TRUE(disjoint_in_use(blocks, plan.offsets, period)) << "longest lifetime " << longest;
-    std::uint64_t checksum = 1469598103934665603ULL;
-    for (const std::size_t offset : plan.offsets) checksum = (checksum ^ offset) * 1099511628211ULL;
-    seen.emplace_back(plan.footprint, checksum);
+    seen.push_back(fingerprint(plan));
   }
   // Computed with the planner of b891bbf, which sorted the order before sweeping.
   const std::vector<std::pair<std::size_t, std::uint64_t>> before{{211968, 17642044395238410627ULL},
