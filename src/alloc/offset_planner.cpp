@@ -232,10 +232,10 @@ class block_placer {
         boundaries_(boundaries),
         dense_(dense),
         conflicts_(conflicts),
+        offsets_(blocks.size(), 0, scratch),
         placed_(scratch),
         taken_(scratch),
         by_offset_(scratch) {
-    offsets_.assign(blocks.size(), 0);
     if (!dense_) placed_.assign(blocks.size(), placed_range{0, 0});
   }
 
@@ -255,7 +255,11 @@ class block_placer {
     return offsets_[i];
   }
 
-  [[nodiscard]] offset_plan result() && { return {std::move(offsets_), footprint_}; }
+  /// The plan, its offsets copied out of the scratch (a plan that was stopped has none: a check
+  /// that refuses it early never pays for a period's worth of fresh pages).
+  [[nodiscard]] offset_plan result(bool whole) const {
+    return {whole ? std::vector<std::size_t>(offsets_.begin(), offsets_.end()) : std::vector<std::size_t>{}, footprint_};
+  }
 
  private:
   [[nodiscard]] std::size_t lowest_gap_sparse(std::uint32_t i) {
@@ -311,7 +315,7 @@ class block_placer {
   std::span<const std::size_t> boundaries_;
   bool dense_ = false;
   conflict_view conflicts_;  // sparse only
-  std::vector<std::size_t> offsets_;
+  std::pmr::vector<std::size_t> offsets_;  // by block, in the scratch
   std::size_t footprint_ = 0;
   std::pmr::vector<placed_range> placed_;  // sparse: each block's bytes once placed (an empty range before),
                                            // read together so a conflict costs one look-up
@@ -374,9 +378,9 @@ offset_plan offset_planner::plan(std::span<const std::size_t> boundaries, const 
   block_placer placer(blocks_, period_, boundaries, dense_, conflict_view{conflict_first_, conflict_list_}, scratch_);
   for (const std::uint32_t i : order_) {
     const std::size_t offset = placer.place(i);
-    if (stop(offset, offset + blocks_[i].bytes)) break;
+    if (stop(offset, offset + blocks_[i].bytes)) return placer.result(false);
   }
-  return std::move(placer).result();
+  return placer.result(true);
 }
 
 offset_plan plan_offsets(std::span<const cyclic_lifetime> blocks, std::uint64_t period,

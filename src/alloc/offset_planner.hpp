@@ -50,14 +50,14 @@ class offset_planner {
   static constexpr std::size_t sort_on_a_thread_from = 4096;
 
   /// plan_offsets(blocks, period, boundaries). With `give_up_above`, placing stops as soon as
-  /// the footprint passes it: the footprint is then above it and the offsets are not a plan
-  /// (for a caller that only needs to know whether the plan fits).
+  /// the footprint passes it: the footprint is then above it and there are no offsets (for a
+  /// caller that only needs to know whether the plan fits).
   [[nodiscard]] offset_plan plan(std::span<const std::size_t> boundaries = {},
                                  std::size_t give_up_above = std::numeric_limits<std::size_t>::max()) const;
 
   /// Told of each block as it is placed (its offset and end); returns true to stop placing. The
-  /// offsets are then not a plan: for a caller whose test of a plan has a bound that only rises
-  /// as blocks are placed, so a plan it would refuse is refused before it is whole.
+  /// plan then has no offsets: for a caller whose test of a plan has a bound that only rises as
+  /// blocks are placed, so a plan it would refuse is refused before it is whole.
   using placed_check = std::function<bool(std::size_t offset, std::size_t end)>;
   [[nodiscard]] offset_plan plan(std::span<const std::size_t> boundaries, const placed_check& stop) const;
 
