@@ -455,6 +455,10 @@ void iteration_plan::start_plan(const std::vector<cyclic_lifetime>& lifetimes, c
   // (two cache lines each) are a period's worth of megabytes, builds each whole.
   const offset_index cells = cell_edges(lifetimes, offsets);
   const start_slots slots = index_starts(offsets);
+  // Every start lies in a range of the arena (the callers plan within them): else a block would
+  // take a neighbour's slot.
+  SS_EXPECTS(starts_.size() == slots.index.size(), "iteration_plan::start_plan: ", slots.index.size() - starts_.size(),
+             " of the plan's block starts lie outside the arena's ", ranges_.size(), " ranges");
   // A fresh vector, so the blocks land in the memory prepared for them, not the last plan's.
   blocks_ = std::pmr::vector<planned_block>(&block_memory_);
   blocks_.reserve(lifetimes.size());

@@ -46,7 +46,9 @@ void offset_index::append_between(std::size_t from, std::size_t to, Map&& map, s
     return;
   }
   const std::size_t granule = std::size_t{1} << shift_;
-  const std::size_t first_bit = (from + granule - 1) >> shift_;  // members are multiples of the granule
+  // Members are multiples of the granule: the first at or above `from` sits at its bit rounded up
+  // (rounded without adding, which could wrap near the top of the range).
+  const std::size_t first_bit = (from >> shift_) + ((from & (granule - 1)) != 0 ? 1 : 0);
   for (std::size_t word = first_bit / 64; word < bits_.size() && (word * 64) << shift_ < to; ++word) {
     std::uint64_t w = bits_[word];
     if (word == first_bit / 64) w &= ~std::uint64_t{0} << (first_bit % 64);

@@ -5,7 +5,7 @@
 #include <map>
 #include <memory_resource>
 #include <numeric>
-#include <system_error>
+#include <exception>
 #include <thread>
 #include <utility>
 
@@ -347,8 +347,8 @@ offset_planner::offset_planner(std::span<const cyclic_lifetime> blocks, std::uin
   if (blocks.size() >= sort_on_a_thread_from) {
     try {
       sorter = std::thread(sort_order);
-    } catch (const std::system_error&) {
-      // no thread to be had: sorted below
+    } catch (const std::exception&) {
+      // no thread to be had (or no memory to start one): sorted below
     }
   }
   const struct joined {

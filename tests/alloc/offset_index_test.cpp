@@ -91,5 +91,27 @@ TEST(OffsetIndex, AnswersEveryRandomSetAsSortingDoes) {
   }
 }
 
+TEST(OffsetIndex, AnswersRandomSetsSpreadTooWideForBitsAsSortingDoes) {
+  std::mt19937_64 rng(19);
+  for (int round = 0; round < 100; ++round) {
+    std::vector<std::size_t> offsets(std::uniform_int_distribution<std::size_t>(1, 200)(rng));
+    for (std::size_t& o : offsets) o = 512 * std::uniform_int_distribution<std::size_t>(0, std::size_t{1} << 40)(rng);
+    offsets.push_back(std::size_t{512} << 40);  // at least one far out: the bitmap would be huge
+    EXPECT_FALSE(offset_index(offsets).as_bits());
+    expect_same_answers(offsets, probes_around(offsets, rng));
+  }
+}
+
+TEST(OffsetIndex, RanksAndListsNearTheTopOfTheRange) {
+  constexpr std::size_t top = ~std::size_t{0};
+  for (const std::vector<std::size_t>& offsets : {std::vector<std::size_t>{0, std::size_t{1} << 62},
+                                                  std::vector<std::size_t>{std::size_t{1} << 63},
+                                                  std::vector<std::size_t>{0, 512, std::size_t{3} << 62}}) {
+    const std::vector<std::size_t> probes{0, 1, std::size_t{1} << 62, (std::size_t{1} << 63) + 1, top - 1, top,
+                                          top - 1, top, (std::size_t{1} << 62) + 1, top};
+    expect_same_answers(offsets, probes);
+  }
+}
+
 }  // namespace
 }  // namespace streamsafe::detail

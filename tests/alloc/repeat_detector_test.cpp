@@ -458,9 +458,14 @@ TEST(OffsetPlanner, GivingUpAboveAFootprintAnswersWhetherThePlanFitsAsTheWholePl
   const offset_planner planner(blocks, period);
   const std::size_t footprint = planner.plan().footprint;
   for (const std::size_t room : {footprint / 2, footprint - 512, footprint, footprint + 4096}) {
-    const std::size_t partial = planner.plan({}, room).footprint;
-    EXPECT_EQ(partial > room, footprint > room) << "room " << room << ", footprint " << footprint;
-    if (footprint <= room) EXPECT_EQ(partial, footprint) << "a plan that fits is placed whole";
+    const offset_plan partial = planner.plan({}, room);
+    EXPECT_EQ(partial.footprint > room, footprint > room) << "room " << room << ", footprint " << footprint;
+    if (footprint <= room) {
+      EXPECT_EQ(partial.footprint, footprint) << "a plan that fits is placed whole";
+      EXPECT_EQ(partial.offsets.size(), blocks.size()) << "with an offset for every block";
+    } else {
+      EXPECT_TRUE(partial.offsets.empty()) << "a plan given up has no offsets, room " << room;
+    }
   }
 }
 
