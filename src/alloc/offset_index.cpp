@@ -48,9 +48,8 @@ std::size_t offset_index::rank(std::size_t offset) const noexcept {
   if (!as_bits()) {
     return static_cast<std::size_t>(std::lower_bound(sorted_.begin(), sorted_.end(), offset) - sorted_.begin());
   }
-  // Members are multiples of the granule: those below `offset` sit below its bit rounded up.
-  const std::size_t granule = std::size_t{1} << shift_;
-  const std::size_t bit = offset / granule + (offset % granule != 0 ? 1 : 0);
+  // Members below `offset` sit below the bit of the lowest one that could be at or above it.
+  const std::size_t bit = bit_at_or_above(offset);
   const std::size_t word = bit / 64;
   if (word >= bits_.size()) return distinct_;
   const std::uint64_t below = bits_[word] & ((std::uint64_t{1} << (bit % 64)) - 1);

@@ -32,6 +32,12 @@ class offset_index {
   [[nodiscard]] bool as_bits() const noexcept { return !bits_.empty(); }
 
  private:
+  /// The bit of the lowest possible member at or above `offset`: members are multiples of the
+  /// granule, so its bit rounded up (without adding, which could wrap near the top of the range).
+  [[nodiscard]] std::size_t bit_at_or_above(std::size_t offset) const noexcept {
+    return (offset >> shift_) + ((offset & ((std::size_t{1} << shift_) - 1)) != 0 ? 1 : 0);
+  }
+
   std::size_t distinct_ = 0;
   unsigned shift_ = 0;                  // bits: offset >> shift_ is the offset's bit
   std::vector<std::uint64_t> bits_;     // bits: the set
@@ -45,10 +51,7 @@ void offset_index::append_between(std::size_t from, std::size_t to, Map&& map, s
     for (std::size_t k = rank(from); k < sorted_.size() && sorted_[k] < to; ++k) out.push_back(map(sorted_[k]));
     return;
   }
-  const std::size_t granule = std::size_t{1} << shift_;
-  // Members are multiples of the granule: the first at or above `from` sits at its bit rounded up
-  // (rounded without adding, which could wrap near the top of the range).
-  const std::size_t first_bit = (from >> shift_) + ((from & (granule - 1)) != 0 ? 1 : 0);
+  const std::size_t first_bit = bit_at_or_above(from);
   for (std::size_t word = first_bit / 64; word < bits_.size() && (word * 64) << shift_ < to; ++word) {
     std::uint64_t w = bits_[word];
     if (word == first_bit / 64) w &= ~std::uint64_t{0} << (first_bit % 64);

@@ -1,11 +1,11 @@
 #include "alloc/offset_planner.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <limits>
 #include <map>
 #include <memory_resource>
 #include <numeric>
-#include <exception>
 #include <thread>
 #include <utility>
 
