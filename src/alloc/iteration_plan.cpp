@@ -183,6 +183,7 @@ iteration_plan::served iteration_plan::allocate(std::size_t rounded, std::size_t
     if (f == follow::pools) return {nullptr, ++sequence_};
     if (f == follow::off) return log_alloc(rounded, stream);
   } else {
+    if (!found_ && phase_ == phase::recording) offer_turn_again(next);
     if (!begin_with(next)) return log_alloc(rounded, stream);
     if (phase_ == phase::recording) return log_alloc(rounded, stream);  // the period was set aside
     if (phase_ != phase::active) return {nullptr, ++sequence_};  // settled or planning: the pools serve it
@@ -307,10 +308,12 @@ void iteration_plan::settle() {
 
 void iteration_plan::after_period_found() {
   if (settle_if_set_aside_aged()) return;
-  if (const std::uint64_t proposed = detector_.proposed_length(); proposed != scratch_for_) [[unlikely]] {
-    prepare_switch(proposed);
-  }
-  if (std::optional<repeating_period> unconfirmed = detector_.take_unconfirmed_period()) {
+  if (const std::uint64_t coming = coming_switch(); coming != scratch_for_) [[unlikely]] prepare_switch(coming);
+  std::optional<repeating_period> unconfirmed = detector_.take_unconfirmed_period();
+  // A turn offer_turn_again judged not to begin is confirmed first, unless the pools called the
+  // device since.
+  if (unconfirmed && waits_after_judging(unconfirmed->first_sequence)) unconfirmed.reset();
+  if (unconfirmed) {
     // Served at once only when waiting could not save the arena's calls (serve_unconfirmed):
     // else the period is confirmed first, and the pools may still hold it.
     std::unique_ptr<period_planning> planning;
@@ -331,6 +334,38 @@ void iteration_plan::after_period_found() {
   found_ = std::move(period);
   found_planning_.reset();
   found_if_runs_hold_ = false;
+}
+
+void iteration_plan::offer_turn_again(const request& next) {
+  // Only where the pools moved memory while the log was kept (they may again in every turn
+  // confirmed), and once per turn unless they have called the device since.
+  const std::uint64_t turn = detector_.turn_again_at(next);
+  if (turn == 0 || !unused() || host_.host_syncs() == syncs_at_log_start_ || waits_after_judging(turn)) return;
+  turn_judged_ = turn;
+  calls_when_judged_ = workload_calls();
+  try {
+    repeating_period period = detector_.take_turn_again();
+    std::unique_ptr<period_planning> planning;
+    const unconfirmed_start start = serve_unconfirmed(period, planning);
+    if (start == unconfirmed_start::wait) return;
+    found_ = std::move(period);
+    found_planning_ = std::move(planning);
+    found_if_runs_hold_ = start == unconfirmed_start::if_runs_hold;
+  } catch (const std::bad_alloc&) {
+    found_.reset();  // out of host memory copying the turn: the log goes on
+    found_planning_.reset();
+  }
+}
+
+std::uint64_t iteration_plan::coming_switch() const noexcept {
+  if (const std::uint64_t proposed = detector_.proposed_length(); proposed != 0) return proposed;
+  // A turn offer_turn_again may be offered: its switch may come at the next request.
+  const std::uint64_t turn = detector_.turn_again_length();
+  return turn != 0 && unused() && host_.host_syncs() != syncs_at_log_start_ ? turn : 0;
+}
+
+bool iteration_plan::waits_after_judging(std::uint64_t turn) const {
+  return turn == turn_judged_ && workload_calls() == calls_when_judged_;
 }
 
 void iteration_plan::prepare_switch(std::uint64_t length) noexcept {

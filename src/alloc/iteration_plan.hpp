@@ -216,6 +216,17 @@ class iteration_plan {
   served allocate_active(std::size_t rounded, std::size_t requested, StreamImpl& stream,
                          std::vector<std::shared_ptr<StreamImpl>>& waits);
   void after_period_found();
+  /// Before `next` (an allocation) is served in recording, when the log's first turn has come
+  /// round again (repeat_detector::turn_again_at): the turn is offered as an unconfirmed period,
+  /// to begin with `next`, as serve_unconfirmed would serve it; judged once per turn, and
+  /// offered again once the pools called the device in it.
+  void offer_turn_again(const request& next);
+  /// Whether the turn beginning at request `turn` was judged by offer_turn_again, not to begin,
+  /// and the pools have made no device call since: it waits to be confirmed.
+  [[nodiscard]] bool waits_after_judging(std::uint64_t turn) const;
+  /// The length of the period a switch may come for soon: the one being confirmed, or the turn
+  /// offer_turn_again may offer; 0 when none.
+  [[nodiscard]] std::uint64_t coming_switch() const noexcept;
   /// When the detector proposes a period of `length` (0: none any more): the switch's memory is
   /// faulted in while the period is confirmed (switch_scratch_), or given back.
   void prepare_switch(std::uint64_t length) noexcept;
@@ -479,6 +490,10 @@ class iteration_plan {
   // (the request that offered it may be a free the pools have not taken yet).
   bool found_if_runs_hold_ = false;
   std::uint64_t scratch_for_ = 0;
+  // The turn come round again that offer_turn_again judged last, and the device calls the
+  // workload had made when it did.
+  std::uint64_t turn_judged_ = 0;
+  std::uint64_t calls_when_judged_ = 0;
   std::uint64_t next_prepare_at_ = 0;  // no preparation before this request
   plan_book book_;
   std::unique_ptr<planning_job> job_;  // while planning

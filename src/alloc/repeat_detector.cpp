@@ -98,6 +98,8 @@ void repeat_detector::restart() {
   period_ = 0;
   ready_ = false;
   next_ = 0;
+  turn_again_ = 0;
+  turn_taken_ = 0;
 }
 
 void repeat_detector::append(std::uint64_t sequence, const request& r, std::int64_t live_delta,
@@ -122,6 +124,7 @@ void repeat_detector::append(std::uint64_t sequence, const request& r, std::int6
   window_hash_ = window_hash_ * base + key;
   if (log_.size() > window) window_hash_ -= slot * base_to_window;
   slot = key;
+  follow_turn_again(sequence);
   if (period_ != 0) confirm(sequence);
   if (log_.size() >= window) look_for_period(sequence);
 }
@@ -153,10 +156,40 @@ void repeat_detector::consider(std::uint64_t latest, const sighting& seen_then, 
   // decode steps of one shape, is seen first long after the log began). And it holds whole
   // lifetimes: what it allocates it frees, so live memory is back where it was (layers repeating
   // inside a forward pass keep adding activations; a first pass also allocates the weights).
-  if (period < 2 * window || seen - first_ > 4 * period) return;
-  if (std::find(rejected_.begin(), rejected_.end(), period) != rejected_.end()) return;
-  if (std::find(forbidden_.begin(), forbidden_.end(), period) != forbidden_.end()) return;
+  if (seen - first_ > 4 * period || !may_propose(period)) return;
   if (live_bytes_ == seen_then.live_bytes) propose(latest, period, first_turn);
+}
+
+bool repeat_detector::may_propose(std::uint64_t period) const {
+  return period >= 2 * window && std::find(rejected_.begin(), rejected_.end(), period) == rejected_.end() &&
+         std::find(forbidden_.begin(), forbidden_.end(), period) == forbidden_.end();
+}
+
+void repeat_detector::follow_turn_again(std::uint64_t latest) {
+  if (turn_again_ != 0 && !at(latest).same(at(first_ + (latest - turn_again_)))) turn_again_ = 0;
+  // A candidate still followed is kept: a later return of live bytes inside it is its own.
+  if (turn_again_ == 0 && live_bytes_ == 0 && latest != first_) {
+    turn_again_ = latest + 1;
+  }
+}
+
+std::uint64_t repeat_detector::turn_again_length() const noexcept {
+  if (turn_again_ == 0 || period_ != 0 || (turn_taken_ != 0 && turn_taken_ != turn_again_)) return 0;
+  const std::uint64_t turn = turn_again_ - first_;
+  return next_ - turn_again_ < turn && may_propose(turn) ? turn : 0;
+}
+
+std::uint64_t repeat_detector::turn_again_at(const request& next) const noexcept {
+  const std::uint64_t turn = turn_again_length();
+  return turn != 0 && request_of(at(first_ + (next_ - turn_again_))) == next ? turn_again_ : 0;
+}
+
+repeating_period repeat_detector::take_turn_again() {
+  turn_taken_ = turn_again_;
+  const std::uint64_t saved = std::exchange(period_, turn_again_ - first_);
+  repeating_period out = cut_unconfirmed(turn_again_ - 1);
+  period_ = saved;
+  return out;
 }
 
 std::int64_t repeat_detector::live_delta(std::uint64_t sequence) const {
@@ -248,7 +281,10 @@ std::optional<repeating_period> repeat_detector::take_period() {
 std::optional<repeating_period> repeat_detector::take_unconfirmed_period() {
   if (period_ == 0 || unconfirmed_at_ == 0) return std::nullopt;
   // The turn freed every block it allocated: each lifetime is its own instance's.
-  const std::uint64_t turn_end = std::exchange(unconfirmed_at_, 0);
+  return cut_unconfirmed(std::exchange(unconfirmed_at_, 0));
+}
+
+repeating_period repeat_detector::cut_unconfirmed(std::uint64_t turn_end) {
   repeating_period out = cut_period(turn_end, 0);
   out.unconfirmed = true;
   out.device_calls_at_turn_start = calls_at(turn_end + 1);

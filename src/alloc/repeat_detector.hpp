@@ -79,6 +79,19 @@ class repeat_detector {
   /// before the rest of the period confirmed it; once per proposal. Taking it does not stop the
   /// confirmation: drop_period() does.
   [[nodiscard]] std::optional<repeating_period> take_unconfirmed_period();
+  /// Before request `next` is logged: where the log's first turn began again, when the requests
+  /// logged since its live bytes last came back to where they were at its start equal the log's
+  /// first ones, as `next` does the one after them (a loop that began where the log did, come
+  /// round again before a window of it could be seen again); 0 when they do not, while a period
+  /// is being confirmed, when the turn is too short to be proposed, or when another turn of this
+  /// log was taken already (a workload whose turns only begin alike is offered one, not each).
+  [[nodiscard]] std::uint64_t turn_again_at(const request& next) const noexcept;
+  /// The length of the turn turn_again_at may give next (the log's first turn, come round again
+  /// as far as the requests logged since tell), 0 when none.
+  [[nodiscard]] std::uint64_t turn_again_length() const noexcept;
+  /// With turn_again_at(next) != 0: the log's first turn, up to where it began again, as an
+  /// unconfirmed period; the confirmation of a proposal is not started.
+  [[nodiscard]] repeating_period take_turn_again();
   /// The period last taken was not one (the repetition ended where it seemed to begin again, as
   /// a run of identical layers does): its length is not proposed again until restart.
   void reject();
@@ -151,6 +164,11 @@ class repeat_detector {
   /// The period of requests (last - period_, last], each alloc's lifetime from its own instance
   /// or the one `other` requests later (a period before or after).
   [[nodiscard]] repeating_period cut_period(std::uint64_t last, std::int64_t other);
+  /// cut_period of a turn that freed every block it allocated and ended at `turn_end`, unconfirmed.
+  [[nodiscard]] repeating_period cut_unconfirmed(std::uint64_t turn_end);
+  /// Keeps turn_again_ up to date with request `latest`, just logged.
+  void follow_turn_again(std::uint64_t latest);
+  [[nodiscard]] bool may_propose(std::uint64_t period) const;
   /// The instance of the alloc at `sequence`, or of the one `other` requests later, whose free
   /// came within the period (0: neither's did).
   [[nodiscard]] std::uint64_t instance_with_lifetime(std::uint64_t sequence, std::int64_t other) const;
@@ -180,6 +198,11 @@ class repeat_detector {
   std::uint64_t unconfirmed_at_ = 0;  // the cut a proposal passed already (0: none to take)
   std::vector<std::uint64_t> rejected_;  // period lengths that ended at their own start
   std::vector<std::uint64_t> forbidden_;  // period lengths whose plans derailed at once
+  // The first request after the log's live bytes last came back to their level at its start,
+  // while every request since has equalled the log's own from its start (0: none).
+  std::uint64_t turn_again_ = 0;
+  std::uint64_t turn_taken_ = 0;  // the turn_again_ take_turn_again gave in this log (0: none)
+
 };
 
 }  // namespace streamsafe::detail

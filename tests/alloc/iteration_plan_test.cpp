@@ -509,10 +509,11 @@ void PlanFixture::expect_wait_for_a_recorded_stream(int served) {
   }
 }
 
-TEST_P(PlanFixture, ALoopWhosePoolsMovedMemoryIsServedFromItsSecondTurnAndReuseStillWaits) {
+TEST_P(PlanFixture, ALoopWhosePoolsMovedMemoryIsServedFromItsSecondTurnsFirstRequestAndReuseStillWaits) {
   // The pools moved memory in the first turn and lend nothing that holds the largest block: the
-  // plan starts as soon as the second turn's first window repeats the log's, unconfirmed. Its
-  // first turn shares bytes between late's block and a's, so a must still wait for late's work.
+  // plan starts with the second turn's first request, which is the log's first again once every
+  // block of the first turn is free, unconfirmed. Its first turn shares bytes between late's
+  // block and a's, so a must still wait for late's work.
   const std::vector<step> steps = late_then_a();
   iterate(steps);
   ASSERT_EQ(plan_stats().num_plan_activations, 0u);
@@ -520,7 +521,7 @@ TEST_P(PlanFixture, ALoopWhosePoolsMovedMemoryIsServedFromItsSecondTurnAndReuseS
   parts_->host.settled = true;  // no call in the second turn: the check below decides
   const std::vector<live_block> second = expect_late_work_waited_for(steps);
   EXPECT_EQ(plan_stats().num_plan_activations, 1u);
-  EXPECT_FALSE(second.front().planned) << "the turn's first requests, served before the plan began, are the pools'";
+  EXPECT_TRUE(second.front().planned) << "the whole second turn is the plan's: no block of the pools beside the arena";
   iterate(steps);
   // The fourth turn takes bytes through the predecessors learned from mid-second turn on.
   (void)expect_late_work_waited_for(steps);
@@ -528,6 +529,28 @@ TEST_P(PlanFixture, ALoopWhosePoolsMovedMemoryIsServedFromItsSecondTurnAndReuseS
   EXPECT_EQ(stats.num_plan_derailments, 0u);
   EXPECT_EQ(stats.num_plan_activations, 1u);
   EXPECT_EQ(stats.allocated_bytes.current, 0);
+}
+
+TEST_P(PlanFixture, TurnsThatOnlyBeginLikeTheFirstStartOnePlanThatDerailsAndNoMore) {
+  // The pools moved memory in the first turn; every later turn begins as the first did, once
+  // its blocks are all free, and then turns aside. The second turn starts a plan from its first
+  // request, which derails; the turns after it are not offered (each would cost an arena).
+  const std::vector<step> steps = late_then_a();
+  iterate(steps);
+  parts_->host.pool_moves = 1;
+  parts_->host.settled = true;
+  std::vector<step> aside = steps;
+  aside[20].bytes += 512;  // a filler, early in the turn
+  for (int turn = 0; turn < 4; ++turn) {
+    const std::vector<live_block> blocks = iterate(aside);
+    for (std::size_t i = 0; i < aside.size(); ++i) {
+      if (aside[i].bytes != 0) EXPECT_NE(blocks[i].ptr, nullptr) << "turn " << turn << " request " << i;
+    }
+  }
+  const allocator_stats s = plan_stats();
+  EXPECT_EQ(s.num_plan_activations, 1u);
+  EXPECT_EQ(s.num_plan_derailments, 1u);
+  EXPECT_EQ(s.allocated_bytes.current, 0);
 }
 
 TEST_P(PlanFixture, ALoopWhosePlanThePoolsFreeRunsHoldIsServedInTheirMemoryFromItsSecondTurn) {

@@ -160,6 +160,63 @@ TEST(RepeatDetector, OffersNoUnconfirmedPeriodThatIsNotTheLogsFirstTurn) {
   EXPECT_FALSE(offered.has_value());
 }
 
+TEST(RepeatDetector, OffersTheLogsFirstTurnAgainAtTheFirstRequestAfterItsBlocksAreAllFree) {
+  repeat_detector detector;
+  feeder feed(detector);
+  const loop_shape shape = random_loop(1, 200);
+  feed.calls = 500;
+  ASSERT_FALSE(feed.iteration(shape).has_value());
+  const std::size_t per_iteration = shape.sizes.size() * 4;
+  const request first{request_kind::alloc, shape.sizes[0], stream_id{1}, 0};
+  EXPECT_EQ(detector.turn_again_at(request{request_kind::alloc, shape.sizes[0] + 512, stream_id{1}, 0}), 0u)
+      << "not the log's first request";
+  EXPECT_EQ(detector.turn_again_at(request{request_kind::alloc, shape.sizes[0], stream_id{2}, 0}), 0u)
+      << "the same size on another stream";
+  ASSERT_EQ(detector.turn_again_at(first), per_iteration + 1) << "the second turn begins with the next request";
+  // Two requests into the second turn, it is still the first turn again.
+  (void)feed.alloc(shape.sizes[0]);
+  const request second{request_kind::alloc, shape.sizes[0] / 2 + 512, stream_id{1}, 0};
+  ASSERT_EQ(detector.turn_again_at(second), per_iteration + 1);
+  const repeating_period turn = detector.take_turn_again();
+  EXPECT_TRUE(turn.unconfirmed);
+  EXPECT_EQ(turn.requests.size(), per_iteration);
+  EXPECT_EQ(turn.first_sequence, per_iteration + 1);
+  EXPECT_EQ(turn.device_calls_at_turn_start, 500u);
+  EXPECT_EQ(turn.requests.front(), first);
+  for (std::size_t t = 0; t < turn.requests.size(); ++t) {
+    if (turn.requests[t].kind == request_kind::alloc) EXPECT_GT(turn.lifetimes[t], 0u) << "at " << t;
+  }
+  EXPECT_EQ(detector.proposed_length(), 0u) << "taking it starts no confirmation";
+  EXPECT_EQ(detector.turn_again_at(request{request_kind::alloc, 4096, stream_id{1}, 0}), 0u)
+      << "a request off the turn";
+}
+
+TEST(RepeatDetector, OffersOneTurnAgainPerLogAndNoneTooShortOrForbidden) {
+  repeat_detector detector;
+  feeder feed(detector);
+  const loop_shape shape = random_loop(1, 200);
+  const request first{request_kind::alloc, shape.sizes[0], stream_id{1}, 0};
+  (void)feed.iteration(shape);
+  ASSERT_NE(detector.turn_again_at(first), 0u);
+  (void)detector.take_turn_again();
+  // A workload whose turns only begin alike: the third turn is not offered, nor a longer one.
+  loop_shape aside = shape;
+  aside.sizes[50] += 512;
+  (void)feed.iteration(aside);
+  EXPECT_EQ(detector.turn_again_at(first), 0u) << "one turn of this log was taken";
+  detector.restart();
+  (void)feed.iteration(shape);
+  EXPECT_NE(detector.turn_again_at(first), 0u) << "a new log may offer its own";
+  detector.forbid(shape.sizes.size() * 4);
+  EXPECT_EQ(detector.turn_again_at(first), 0u) << "a length whose plan derailed at once";
+
+  repeat_detector short_log;
+  feeder short_feed(short_log);
+  const loop_shape short_shape = random_loop(2, 15);  // 60 requests: under two windows
+  (void)short_feed.iteration(short_shape);
+  EXPECT_EQ(short_log.turn_again_at(request{request_kind::alloc, short_shape.sizes[0], stream_id{1}, 0}), 0u);
+}
+
 TEST(RepeatDetector, NamesWhereEachBlockOfThePeriodLayWhenItsLifetimeWasSeen) {
   // Each block lies somewhere new every pass. A block carried into the next pass (freed there)
   // is not freed yet when the period is cut: its place is the one of the pass before, whose
