@@ -183,7 +183,7 @@ iteration_plan::served iteration_plan::allocate(std::size_t rounded, std::size_t
     if (f == follow::pools) return {nullptr, ++sequence_};
     if (f == follow::off) return log_alloc(rounded, stream);
   } else {
-    if (!found_ && phase_ == phase::recording) offer_turn_again(next);
+    if (!found_) offer_turn_again(next);
     if (!begin_with(next)) return log_alloc(rounded, stream);
     if (phase_ == phase::recording) return log_alloc(rounded, stream);  // the period was set aside
     if (phase_ != phase::active) return {nullptr, ++sequence_};  // settled or planning: the pools serve it
@@ -338,9 +338,13 @@ void iteration_plan::after_period_found() {
 
 void iteration_plan::offer_turn_again(const request& next) {
   // Only where the pools moved memory while the log was kept (they may again in every turn
-  // confirmed), and once per turn unless they have called the device since.
+  // confirmed).
   const std::uint64_t turn = detector_.turn_again_at(next);
   if (turn == 0 || !unused() || host_.host_syncs() == syncs_at_log_start_ || waits_after_judging(turn)) return;
+  // Judged again once at most (waits_after_judging): a turn that could not begin when the
+  // pools called the device (no room for its arena) waits for its confirmation, rather than
+  // being copied and planned again at every call.
+  judged_again_ = turn == turn_judged_;
   turn_judged_ = turn;
   calls_when_judged_ = workload_calls();
   try {
@@ -365,7 +369,7 @@ std::uint64_t iteration_plan::coming_switch() const noexcept {
 }
 
 bool iteration_plan::waits_after_judging(std::uint64_t turn) const {
-  return turn == turn_judged_ && workload_calls() == calls_when_judged_;
+  return turn == turn_judged_ && (judged_again_ || workload_calls() == calls_when_judged_);
 }
 
 void iteration_plan::prepare_switch(std::uint64_t length) noexcept {

@@ -218,11 +218,12 @@ class iteration_plan {
   void after_period_found();
   /// Before `next` (an allocation) is served in recording, when the log's first turn has come
   /// round again (repeat_detector::turn_again_at): the turn is offered as an unconfirmed period,
-  /// to begin with `next`, as serve_unconfirmed would serve it; judged once per turn, and
-  /// offered again once the pools called the device in it.
+  /// to begin with `next`, as serve_unconfirmed would serve it; judged once per turn, and once
+  /// more after the pools called the device in it.
   void offer_turn_again(const request& next);
   /// Whether the turn beginning at request `turn` was judged by offer_turn_again, not to begin,
-  /// and the pools have made no device call since: it waits to be confirmed.
+  /// and either the pools have made no device call since or it was judged again already: it
+  /// waits to be confirmed.
   [[nodiscard]] bool waits_after_judging(std::uint64_t turn) const;
   /// The length of the period a switch may come for soon: the one being confirmed, or the turn
   /// offer_turn_again may offer; 0 when none.
@@ -494,6 +495,7 @@ class iteration_plan {
   // workload had made when it did.
   std::uint64_t turn_judged_ = 0;
   std::uint64_t calls_when_judged_ = 0;
+  bool judged_again_ = false;  // the turn judged last was judged a second time
   std::uint64_t next_prepare_at_ = 0;  // no preparation before this request
   plan_book book_;
   std::unique_ptr<planning_job> job_;  // while planning

@@ -186,10 +186,13 @@ std::uint64_t repeat_detector::turn_again_at(const request& next) const noexcept
 
 repeating_period repeat_detector::take_turn_again() {
   turn_taken_ = turn_again_;
-  const std::uint64_t saved = std::exchange(period_, turn_again_ - first_);
-  repeating_period out = cut_unconfirmed(turn_again_ - 1);
-  period_ = saved;
-  return out;
+  // cut_period reads the length from period_: put back even when the copy runs out of memory.
+  struct restored {
+    std::uint64_t& period;
+    std::uint64_t saved;
+    ~restored() { period = saved; }
+  } const keep{period_, std::exchange(period_, turn_again_ - first_)};
+  return cut_unconfirmed(turn_again_ - 1);
 }
 
 std::int64_t repeat_detector::live_delta(std::uint64_t sequence) const {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <random>
 #include <span>
@@ -14,6 +15,7 @@
 #include "alloc/occupancy_tree.hpp"
 #include "alloc/offset_planner.hpp"
 #include "alloc/repeat_detector.hpp"
+#include "failing_operator_new.hpp"
 
 namespace streamsafe::detail {
 namespace {
@@ -164,8 +166,9 @@ TEST(RepeatDetector, OffersTheLogsFirstTurnAgainAtTheFirstRequestAfterItsBlocksA
   repeat_detector detector;
   feeder feed(detector);
   const loop_shape shape = random_loop(1, 200);
-  feed.calls = 500;
+  feed.calls = 490;  // the pools' calls while the first turn was served
   ASSERT_FALSE(feed.iteration(shape).has_value());
+  feed.calls = 500;  // and after the second turn's first request
   const std::size_t per_iteration = shape.sizes.size() * 4;
   const request first{request_kind::alloc, shape.sizes[0], stream_id{1}, 0};
   EXPECT_EQ(detector.turn_again_at(request{request_kind::alloc, shape.sizes[0] + 512, stream_id{1}, 0}), 0u)
@@ -176,6 +179,7 @@ TEST(RepeatDetector, OffersTheLogsFirstTurnAgainAtTheFirstRequestAfterItsBlocksA
   // Two requests into the second turn, it is still the first turn again.
   (void)feed.alloc(shape.sizes[0]);
   const request second{request_kind::alloc, shape.sizes[0] / 2 + 512, stream_id{1}, 0};
+  feed.calls = 520;
   ASSERT_EQ(detector.turn_again_at(second), per_iteration + 1);
   const repeating_period turn = detector.take_turn_again();
   EXPECT_TRUE(turn.unconfirmed);
@@ -215,6 +219,22 @@ TEST(RepeatDetector, OffersOneTurnAgainPerLogAndNoneTooShortOrForbidden) {
   const loop_shape short_shape = random_loop(2, 15);  // 60 requests: under two windows
   (void)short_feed.iteration(short_shape);
   EXPECT_EQ(short_log.turn_again_at(request{request_kind::alloc, short_shape.sizes[0], stream_id{1}, 0}), 0u);
+}
+
+TEST(RepeatDetector, ATurnAgainThatRunsOutOfHostMemoryLeavesNoPeriodBeingConfirmed) {
+  repeat_detector detector;
+  feeder feed(detector);
+  const loop_shape shape = random_loop(1, 200);
+  const std::size_t per_iteration = shape.sizes.size() * 4;
+  (void)feed.iteration(shape);
+  ASSERT_NE(detector.turn_again_at(request{request_kind::alloc, shape.sizes[0], stream_id{1}, 0}), 0u);
+  streamsafe::testing::fail_host_allocation(per_iteration * sizeof(request), 1);
+  EXPECT_THROW((void)detector.take_turn_again(), std::bad_alloc);
+  streamsafe::testing::disarm_host_allocation_failure();
+  EXPECT_EQ(detector.proposed_length(), 0u) << "no confirmation was started";
+  std::optional<repeating_period> found;
+  for (int i = 0; i < 2 && !found; ++i) found = feed.iteration(shape);
+  EXPECT_TRUE(found.has_value()) << "the loop is still found";
 }
 
 TEST(RepeatDetector, NamesWhereEachBlockOfThePeriodLayWhenItsLifetimeWasSeen) {
