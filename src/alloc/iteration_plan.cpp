@@ -348,7 +348,7 @@ void iteration_plan::offer_turn_again(const request& next) {
   turn_judged_ = turn;
   calls_when_judged_ = workload_calls();
   try {
-    repeating_period period = detector_.take_turn_again();
+    repeating_period period = detector_.take_turn_again(turn);
     std::unique_ptr<period_planning> planning;
     const unconfirmed_start start = serve_unconfirmed(period, planning);
     if (start == unconfirmed_start::wait) return;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/expects.hpp"
+
 namespace streamsafe::detail {
 
 namespace {
@@ -99,6 +101,7 @@ void repeat_detector::restart() {
   ready_ = false;
   next_ = 0;
   turn_again_ = 0;
+  later_turn_ = 0;
   turn_taken_ = 0;
 }
 
@@ -166,33 +169,45 @@ bool repeat_detector::may_propose(std::uint64_t period) const {
 }
 
 void repeat_detector::follow_turn_again(std::uint64_t latest) {
-  if (turn_again_ != 0 && !at(latest).same(at(first_ + (latest - turn_again_)))) turn_again_ = 0;
-  // A candidate still followed is kept: a later return of live bytes inside it is its own.
-  if (turn_again_ == 0 && live_bytes_ == 0 && latest != first_) {
-    turn_again_ = latest + 1;
-  }
+  const auto goes_on = [&](std::uint64_t from) { return at(latest).same(at(first_ + (latest - from))); };
+  if (turn_again_ != 0 && !goes_on(turn_again_)) turn_again_ = 0;
+  if (later_turn_ != 0 && !goes_on(later_turn_)) later_turn_ = 0;
+  if (turn_again_ == 0) turn_again_ = std::exchange(later_turn_, 0);
+  if (live_bytes_ != 0 || latest == first_) return;
+  // A return of live bytes inside the turn followed is followed too, in case that one fails:
+  // a turn that ends as it begins (the same requests around a free of everything) shows its
+  // first requests again just before its end.
+  (turn_again_ == 0 ? turn_again_ : later_turn_) = latest + 1;
+}
+
+std::uint64_t repeat_detector::turn_from(std::uint64_t from) const noexcept {
+  if (from == 0 || period_ != 0 || (turn_taken_ != 0 && turn_taken_ != from)) return 0;
+  const std::uint64_t turn = from - first_;
+  return next_ - from < turn && may_propose(turn) ? turn : 0;
 }
 
 std::uint64_t repeat_detector::turn_again_length() const noexcept {
-  if (turn_again_ == 0 || period_ != 0 || (turn_taken_ != 0 && turn_taken_ != turn_again_)) return 0;
-  const std::uint64_t turn = turn_again_ - first_;
-  return next_ - turn_again_ < turn && may_propose(turn) ? turn : 0;
+  return std::max(turn_from(turn_again_), turn_from(later_turn_));
 }
 
 std::uint64_t repeat_detector::turn_again_at(const request& next) const noexcept {
-  const std::uint64_t turn = turn_again_length();
-  return turn != 0 && request_of(at(first_ + (next_ - turn_again_))) == next ? turn_again_ : 0;
+  for (const std::uint64_t from : {turn_again_, later_turn_}) {
+    if (turn_from(from) != 0 && request_of(at(first_ + (next_ - from))) == next) return from;
+  }
+  return 0;
 }
 
-repeating_period repeat_detector::take_turn_again() {
-  turn_taken_ = turn_again_;
+repeating_period repeat_detector::take_turn_again(std::uint64_t from) {
+  SS_EXPECTS(from != 0 && (from == turn_again_ || from == later_turn_), "take_turn_again: ", from,
+             " is no turn being followed");
+  turn_taken_ = from;
   // cut_period reads the length from period_: put back even when the copy runs out of memory.
   struct restored {
     std::uint64_t& period;
     std::uint64_t saved;
     ~restored() { period = saved; }
-  } const keep{period_, std::exchange(period_, turn_again_ - first_)};
-  return cut_unconfirmed(turn_again_ - 1);
+  } const keep{period_, std::exchange(period_, from - first_)};
+  return cut_unconfirmed(from - 1);
 }
 
 std::int64_t repeat_detector::live_delta(std::uint64_t sequence) const {

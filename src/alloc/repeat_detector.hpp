@@ -2,7 +2,9 @@
 // of requests): the allocator's requests are logged as a sequence, windows of it are hashed, and a
 // window seen before proposes a period, which the requests that follow must confirm one by one.
 // Then it names the point of the period with the least memory live: a plan for the period starts
-// there (iteration_plan.hpp).
+// there (iteration_plan.hpp). A loop that began where the log did can be offered sooner: once
+// every block it allocated is free again, the requests that follow are compared with the log's
+// own from its start, and while they match, its first turn may be beginning again.
 #pragma once
 
 #include <array>
@@ -89,9 +91,9 @@ class repeat_detector {
   /// The length of the turn turn_again_at may give next (the log's first turn, come round again
   /// as far as the requests logged since tell), 0 when none.
   [[nodiscard]] std::uint64_t turn_again_length() const noexcept;
-  /// With turn_again_at(next) != 0: the log's first turn, up to where it began again, as an
-  /// unconfirmed period; the confirmation of a proposal is not started.
-  [[nodiscard]] repeating_period take_turn_again();
+  /// The log's first turn, up to `from` (what turn_again_at gave), as an unconfirmed period; the
+  /// confirmation of a proposal is not started. Once taken, no other turn of this log is offered.
+  [[nodiscard]] repeating_period take_turn_again(std::uint64_t from);
   /// The period last taken was not one (the repetition ended where it seemed to begin again, as
   /// a run of identical layers does): its length is not proposed again until restart.
   void reject();
@@ -168,6 +170,8 @@ class repeat_detector {
   [[nodiscard]] repeating_period cut_unconfirmed(std::uint64_t turn_end);
   /// Keeps turn_again_ up to date with request `latest`, just logged.
   void follow_turn_again(std::uint64_t latest);
+  /// The length of the turn that began again at `from`, if it may still be offered; else 0.
+  [[nodiscard]] std::uint64_t turn_from(std::uint64_t from) const noexcept;
   [[nodiscard]] bool may_propose(std::uint64_t period) const;
   /// The instance of the alloc at `sequence`, or of the one `other` requests later, whose free
   /// came within the period (0: neither's did).
@@ -201,7 +205,8 @@ class repeat_detector {
   // The first request after the log's live bytes last came back to their level at its start,
   // while every request since has equalled the log's own from its start (0: none).
   std::uint64_t turn_again_ = 0;
-  std::uint64_t turn_taken_ = 0;  // the turn_again_ take_turn_again gave in this log (0: none)
+  std::uint64_t later_turn_ = 0;  // a later such point, followed as well while turn_again_ is
+  std::uint64_t turn_taken_ = 0;  // the turn take_turn_again gave in this log (0: none)
 
 };
 

@@ -181,7 +181,7 @@ TEST(RepeatDetector, OffersTheLogsFirstTurnAgainAtTheFirstRequestAfterItsBlocksA
   const request second{request_kind::alloc, shape.sizes[0] / 2 + 512, stream_id{1}, 0};
   feed.calls = 520;
   ASSERT_EQ(detector.turn_again_at(second), per_iteration + 1);
-  const repeating_period turn = detector.take_turn_again();
+  const repeating_period turn = detector.take_turn_again(per_iteration + 1);
   EXPECT_TRUE(turn.unconfirmed);
   EXPECT_EQ(turn.requests.size(), per_iteration);
   EXPECT_EQ(turn.first_sequence, per_iteration + 1);
@@ -201,8 +201,9 @@ TEST(RepeatDetector, OffersOneTurnAgainPerLogAndNoneTooShortOrForbidden) {
   const loop_shape shape = random_loop(1, 200);
   const request first{request_kind::alloc, shape.sizes[0], stream_id{1}, 0};
   (void)feed.iteration(shape);
-  ASSERT_NE(detector.turn_again_at(first), 0u);
-  (void)detector.take_turn_again();
+  const std::uint64_t from = detector.turn_again_at(first);
+  ASSERT_NE(from, 0u);
+  (void)detector.take_turn_again(from);
   // A workload whose turns only begin alike: the third turn is not offered, nor a longer one.
   loop_shape aside = shape;
   aside.sizes[50] += 512;
@@ -221,15 +222,40 @@ TEST(RepeatDetector, OffersOneTurnAgainPerLogAndNoneTooShortOrForbidden) {
   EXPECT_EQ(short_log.turn_again_at(request{request_kind::alloc, short_shape.sizes[0], stream_id{1}, 0}), 0u);
 }
 
+TEST(RepeatDetector, OffersATurnThatEndsAsItBeginsAgainAtItsFirstRequest) {
+  // Each turn begins and ends with the same 4 KiB block allocated and freed, everything else
+  // freed between: the last one looks like the turn beginning again, two requests early.
+  repeat_detector detector;
+  feeder feed(detector);
+  const loop_shape shape = random_loop(3, 100);
+  const auto turn = [&] {
+    feed.free(feed.alloc(4096));
+    (void)feed.iteration(shape);
+    feed.free(feed.alloc(4096));
+  };
+  turn();
+  const request first{request_kind::alloc, 4096, stream_id{1}, 0};
+  const std::uint64_t length = shape.sizes.size() * 4 + 4;
+  EXPECT_EQ(detector.turn_again_at(first), length + 1);
+  turn();
+  EXPECT_EQ(detector.turn_again_at(first), 0u) << "one turn per log";
+  detector.restart();
+  turn();
+  ASSERT_EQ(detector.turn_again_at(first), 3 * length + 1) << "a fresh log, from its own start";
+  const repeating_period offered = detector.take_turn_again(3 * length + 1);
+  EXPECT_EQ(offered.requests.size(), length);
+}
+
 TEST(RepeatDetector, ATurnAgainThatRunsOutOfHostMemoryLeavesNoPeriodBeingConfirmed) {
   repeat_detector detector;
   feeder feed(detector);
   const loop_shape shape = random_loop(1, 200);
   const std::size_t per_iteration = shape.sizes.size() * 4;
   (void)feed.iteration(shape);
-  ASSERT_NE(detector.turn_again_at(request{request_kind::alloc, shape.sizes[0], stream_id{1}, 0}), 0u);
+  const std::uint64_t from = detector.turn_again_at(request{request_kind::alloc, shape.sizes[0], stream_id{1}, 0});
+  ASSERT_NE(from, 0u);
   streamsafe::testing::fail_host_allocation(per_iteration * sizeof(request), 1);
-  EXPECT_THROW((void)detector.take_turn_again(), std::bad_alloc);
+  EXPECT_THROW((void)detector.take_turn_again(from), std::bad_alloc);
   streamsafe::testing::disarm_host_allocation_failure();
   EXPECT_EQ(detector.proposed_length(), 0u) << "no confirmation was started";
   std::optional<repeating_period> found;
