@@ -38,6 +38,23 @@ std::vector<std::size_t> range_ends(const std::vector<lent_range>& ranges) {
   return ends;
 }
 
+/// The lowest offset at or above `from` that no block at `offsets` crosses (each block lies wholly
+/// below or at or above it); at least the footprint when none below it.
+std::size_t lowest_cut(const std::vector<cyclic_lifetime>& blocks, const std::vector<std::size_t>& offsets,
+                       std::size_t from, std::pmr::memory_resource* scratch) {
+  std::pmr::vector<std::pair<std::size_t, std::size_t>> above(scratch);  // the blocks ending above `from`
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if (offsets[i] + blocks[i].bytes > from) above.emplace_back(offsets[i], offsets[i] + blocks[i].bytes);
+  }
+  std::sort(above.begin(), above.end());
+  std::size_t cut = from;
+  for (const auto& [offset, end] : above) {
+    if (offset >= cut) return cut;  // every block begun below the cut ends at or below it
+    cut = std::max(cut, end);
+  }
+  return cut;
+}
+
 /// Which of the ranges ending at `ends` (ascending) holds `offset`: ends.size() past the last.
 std::size_t range_holding(const std::vector<std::size_t>& ends, std::size_t offset) {
   return static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), offset) - ends.begin());
@@ -826,6 +843,7 @@ bool iteration_plan::plan_in_new_arena(const std::vector<cyclic_lifetime>& lifet
   offset_plan plan = planned(planner, lifetimes, period).plan();
   const std::size_t arena = round_up(plan.footprint, granularity_);
   if (plan_beside_runs(lifetimes, period, arena, offsets, *planner)) return true;
+  if (plan_top_in_a_run(lifetimes, period, arena, plan, offsets)) return true;
   if (!device_may_hold(arena)) return false;  // the pools keep their cache
   // The pools never call into the plan, so their locks may be taken under ours.
   host_.release_pool_cache();
@@ -890,6 +908,63 @@ bool iteration_plan::plan_beside_runs(const std::vector<cyclic_lifetime>& lifeti
     return false;
   }
   offsets = std::move(plan.offsets);
+  return true;
+}
+
+bool iteration_plan::plan_top_in_a_run(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
+                                       std::size_t arena, const offset_plan& plan, std::vector<std::size_t>& offsets) {
+  // Runs too large for the plan's top are the planner's to use (plan_beside_runs); of the rest,
+  // the smallest few are tried, smallest first: the bytes a run holds above the cut are bytes
+  // the new range does not map, and one run kept is one unmap fewer.
+  constexpr std::size_t runs_tried = 4;
+  const std::size_t peak = peak_live_bytes(lifetimes, period, &switch_scratch_);
+  const std::size_t most = std::max(arena, peak + host_.slack_beside(peak));
+  const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
+  const std::vector<std::size_t> ends = range_ends(lent);
+  std::size_t kept = lent.size();
+  std::size_t cut = 0;
+  try {
+    std::size_t tried = 0;
+    for (std::size_t k = lent.size(); k-- > 0 && tried < runs_tried && kept == lent.size();) {
+      const std::size_t run = lent[k].bytes;
+      if (run >= plan.footprint) break;  // the rest are larger still
+      ++tried;
+      const std::size_t c = lowest_cut(lifetimes, plan.offsets, plan.footprint - run, &switch_scratch_);
+      if (c < plan.footprint && c > 0 && round_up(c, granularity_) + run <= most) {
+        kept = k;
+        cut = c;
+      }
+    }
+  } catch (...) {
+    take_back_untouched(lent);
+    throw;
+  }
+  if (kept == lent.size()) {
+    take_back_untouched(lent);
+    return false;
+  }
+  // The blocks above the cut into the run kept, those below into the range mapped after the runs.
+  offset_plan split{plan.offsets, plan.footprint};
+  for (std::size_t& offset : split.offsets) {
+    offset = offset >= cut ? ends[kept] - lent[kept].bytes + (offset - cut) : ends.back() + offset;
+  }
+  keep_used_ranges(lent, ends, &split);
+  const std::size_t beside = round_up(cut, granularity_);
+  bool mapped = false;
+  if (device_may_hold(beside)) {  // else the pools keep their cache
+    try {
+      host_.release_pool_cache();
+      mapped = map_arena(beside);
+    } catch (...) {
+      give_back_lent();
+      throw;
+    }
+  }
+  if (!mapped) {
+    give_back_lent();
+    return false;
+  }
+  offsets = std::move(split.offsets);
   return true;
 }
 

@@ -354,6 +354,14 @@ class iteration_plan {
   [[nodiscard]] bool plan_beside_runs(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                       std::size_t arena, std::vector<std::size_t>& offsets,
                                       const offset_planner& planner);
+  /// Plans the arena's `plan` over one of the pools' runs and a new range, when that reserves no
+  /// more than an `arena` of its own would or the slack above the period's peak: the plan is cut
+  /// at an offset no block crosses, the blocks above the cut go into the smallest run that holds
+  /// them (which the pools then keep mapped, one unmap fewer) and the rest into a range mapped
+  /// for them. False, the runs given back, when no run takes the top (or the range could not be
+  /// mapped).
+  [[nodiscard]] bool plan_top_in_a_run(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
+                                       std::size_t arena, const offset_plan& plan, std::vector<std::size_t>& offsets);
   /// Whether the device's free memory, with the pools' cache given back, may hold a new range of
   /// `bytes` (no answer from the device: true).
   [[nodiscard]] bool device_may_hold(std::size_t bytes);

@@ -691,6 +691,45 @@ TEST_P(PlanFixture, ALoopWhoseRunAndARangeBesideItWouldReserveMoreThanAnArenaTak
   EXPECT_FALSE(served.in_run(served.a) || served.in_run(served.late)) << "neither block in the run";
 }
 
+TEST_P(PlanFixture, ALoopWhosePlanTopFitsASmallRunKeepsItMapsOnlyTheRestAndWaitsForTheLender) {
+  // The pools lend a 7 MiB run and a 4 MiB one. Over them the planner fills the larger first
+  // (late's longer-lived block, with 3 MiB it cannot use) and a's goes to the smaller: 11 MiB kept
+  // for 8 live. The plan of an arena of its own (late's block below a's) is cut between them
+  // instead: a's goes into the 4 MiB run, late's into 4 MiB mapped for it, the 7 MiB run goes
+  // back. The small run was last written on late, still queued: a's block must wait for it.
+  const std::vector<step> steps = with_fillers({{4 * mib, 1, 0}, {4 * mib, 0, 0}, {0, 0, 1}, {0, 0, 0}});
+  iterate(steps);
+  parts_->host.pool_moves = 1;
+  parts_->host.relend_taken_back = true;
+  parts_->host.over_slack_until_releases = 1000;  // 11 MiB of runs for 8 live: over the slack
+  const std::uintptr_t large = lend_from_late(7 * mib);
+  const std::uintptr_t small = lend_from_late(4 * mib);
+  parts_->oracle.late_write(parts_->late, reinterpret_cast<void*>(small), 4 * mib, late_data);
+  const auto in = [](const live_block& b, std::uintptr_t base, std::size_t bytes) {
+    const auto at = reinterpret_cast<std::uintptr_t>(b.ptr);
+    return at >= base && at + b.bytes <= base + bytes;
+  };
+  const std::size_t first = steps.size() - 4;
+  const std::vector<live_block> second = iterate_allocations(steps, [&](std::size_t i, std::vector<live_block>& done) {
+    if (i != first + 1) return;
+    ASSERT_TRUE(done[i].planned);
+    ASSERT_TRUE(in(done[i], small, 4 * mib)) << "a's block, the plan's top, in the small run";
+    parts_->oracle.claim(parts_->a, done[i].ptr, steps[i].bytes, new_data);
+    EXPECT_TRUE(parts_->oracle.settle());
+  });
+  EXPECT_EQ(plan_stats().num_plan_activations, 1u) << "served unconfirmed";
+  ASSERT_TRUE(second[first].planned);
+  EXPECT_FALSE(in(second[first], small, 4 * mib) || in(second[first], large, 7 * mib)) << "late's in the range mapped";
+  EXPECT_EQ(parts_->host.reserved, static_cast<std::int64_t>(4 * mib)) << "mapped only what the run does not hold";
+  EXPECT_EQ(plan_stats().plan_arena_bytes, 8 * mib);
+  EXPECT_TRUE(std::any_of(parts_->host.taken_back.begin(), parts_->host.taken_back.end(),
+                          [&](const auto& r) { return r.range.address == large; }))
+      << "the large run went back";
+  iterate(steps);
+  EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
+  EXPECT_EQ(plan_stats().num_plan_activations, 1u);
+}
+
 TEST_P(PlanFixture, ALoopWhosePlanFitsThePoolsRunsOnlyBeyondTheSlackIsServedFromItsSecondTurn) {
   // Live bytes peak at 4 MiB but greedy placement needs 5 (both 3 MiB blocks at offset 0, the
   // two 1 MiB blocks that each meet one of them, and each other, above): the pools' 8 MiB run
