@@ -892,7 +892,12 @@ bool iteration_plan::plan_beside_runs(const std::vector<cyclic_lifetime>& lifeti
     throw;
   }
   keep_used_ranges(lent, ends, worth ? &plan : nullptr);
-  if (!worth) return false;
+  if (!worth || !map_beside_kept(beside)) return false;
+  offsets = std::move(plan.offsets);
+  return true;
+}
+
+bool iteration_plan::map_beside_kept(std::size_t beside) {
   bool mapped = false;
   if (device_may_hold(beside)) {  // else the pools keep their cache
     try {
@@ -903,12 +908,8 @@ bool iteration_plan::plan_beside_runs(const std::vector<cyclic_lifetime>& lifeti
       throw;
     }
   }
-  if (!mapped) {
-    give_back_lent();
-    return false;
-  }
-  offsets = std::move(plan.offsets);
-  return true;
+  if (!mapped) give_back_lent();
+  return mapped;
 }
 
 bool iteration_plan::plan_top_in_a_run(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
@@ -949,21 +950,7 @@ bool iteration_plan::plan_top_in_a_run(const std::vector<cyclic_lifetime>& lifet
     offset = offset >= cut ? ends[kept] - lent[kept].bytes + (offset - cut) : ends.back() + offset;
   }
   keep_used_ranges(lent, ends, &split);
-  const std::size_t beside = round_up(cut, granularity_);
-  bool mapped = false;
-  if (device_may_hold(beside)) {  // else the pools keep their cache
-    try {
-      host_.release_pool_cache();
-      mapped = map_arena(beside);
-    } catch (...) {
-      give_back_lent();
-      throw;
-    }
-  }
-  if (!mapped) {
-    give_back_lent();
-    return false;
-  }
+  if (!map_beside_kept(round_up(cut, granularity_))) return false;
   offsets = std::move(split.offsets);
   return true;
 }

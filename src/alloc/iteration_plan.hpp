@@ -354,6 +354,10 @@ class iteration_plan {
   [[nodiscard]] bool plan_beside_runs(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
                                       std::size_t arena, std::vector<std::size_t>& offsets,
                                       const offset_planner& planner);
+  /// With the runs the plan keeps in ranges_: the rest of the pools' cache goes back and
+  /// `beside` bytes are mapped after the runs; false, the kept runs given back, when the device
+  /// has no room for them (or the mapping failed).
+  [[nodiscard]] bool map_beside_kept(std::size_t beside);
   /// Plans the arena's `plan` over one of the pools' runs and a new range, when that reserves no
   /// more than an `arena` of its own would or the slack above the period's peak: the plan is cut
   /// at an offset no block crosses, the blocks above the cut go into the smallest run that holds
