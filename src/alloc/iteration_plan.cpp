@@ -38,22 +38,34 @@ std::vector<std::size_t> range_ends(const std::vector<lent_range>& ranges) {
   return ends;
 }
 
-/// The lowest offset at or above `from` that no block at `offsets` crosses (each block lies wholly
-/// below or at or above it); at least the footprint when none below it.
-std::size_t lowest_cut(const std::vector<cyclic_lifetime>& blocks, const std::vector<std::size_t>& offsets,
-                       std::size_t from, std::pmr::memory_resource* scratch) {
-  std::pmr::vector<std::pair<std::size_t, std::size_t>> above(scratch);  // the blocks ending above `from`
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    if (offsets[i] + blocks[i].bytes > from) above.emplace_back(offsets[i], offsets[i] + blocks[i].bytes);
+/// The blocks of a plan that end above an offset, by offset: where it may be cut above there.
+class plan_cuts {
+ public:
+  plan_cuts(const std::vector<cyclic_lifetime>& blocks, const std::vector<std::size_t>& offsets, std::size_t above,
+            std::pmr::memory_resource* scratch)
+      : spans_(scratch) {
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < blocks.size(); ++i) count += offsets[i] + blocks[i].bytes > above ? 1 : 0;
+    spans_.reserve(count);
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      if (offsets[i] + blocks[i].bytes > above) spans_.emplace_back(offsets[i], offsets[i] + blocks[i].bytes);
+    }
+    std::sort(spans_.begin(), spans_.end());
   }
-  std::sort(above.begin(), above.end());
-  std::size_t cut = from;
-  for (const auto& [offset, end] : above) {
-    if (offset >= cut) return cut;  // every block begun below the cut ends at or below it
-    cut = std::max(cut, end);
+  /// The lowest offset at or above `from` (not below the one given at construction) that no block
+  /// crosses: each lies wholly below it or at or above it. At least the footprint when none below.
+  [[nodiscard]] std::size_t lowest_from(std::size_t from) const {
+    std::size_t cut = from;
+    for (const auto& [offset, end] : spans_) {
+      if (offset >= cut) return cut;  // every block begun below the cut ends at or below it
+      cut = std::max(cut, end);
+    }
+    return cut;
   }
-  return cut;
-}
+
+ private:
+  std::pmr::vector<std::pair<std::size_t, std::size_t>> spans_;
+};
 
 /// Which of the ranges ending at `ends` (ascending) holds `offset`: ends.size() past the last.
 std::size_t range_holding(const std::vector<std::size_t>& ends, std::size_t offset) {
@@ -747,7 +759,13 @@ void iteration_plan::give_back_lent() {
 
 void iteration_plan::keep_used_ranges(const std::vector<lent_range>& lent, const std::vector<std::size_t>& ends,
                                       const offset_plan* plan) {
-  const std::vector<bool> used = plan != nullptr ? ranges_used(ends, plan->offsets) : std::vector<bool>(lent.size(), false);
+  std::vector<bool> used;
+  try {
+    used = plan != nullptr ? ranges_used(ends, plan->offsets) : std::vector<bool>(lent.size(), false);
+  } catch (...) {
+    take_back_untouched(lent);  // out of host memory: none of them kept
+    throw;
+  }
   for (std::size_t i = 0; i < lent.size(); ++i) {
     if (used[i]) {
       ranges_.push_back({lent[i].address, lent[i].bytes, ends[i] - lent[i].bytes, lent[i].lender});
@@ -842,8 +860,9 @@ bool iteration_plan::plan_in_new_arena(const std::vector<cyclic_lifetime>& lifet
                                        std::vector<std::size_t>& offsets, std::optional<offset_planner>& planner) {
   offset_plan plan = planned(planner, lifetimes, period).plan();
   const std::size_t arena = round_up(plan.footprint, granularity_);
-  if (plan_beside_runs(lifetimes, period, arena, offsets, *planner)) return true;
-  if (plan_top_in_a_run(lifetimes, period, arena, plan, offsets)) return true;
+  const std::size_t peak = peak_live_bytes(lifetimes, period, &switch_scratch_);
+  if (plan_beside_runs(peak, arena, offsets, *planner)) return true;
+  if (plan_top_in_a_run(lifetimes, peak, arena, plan, offsets)) return true;
   if (!device_may_hold(arena)) return false;  // the pools keep their cache
   // The pools never call into the plan, so their locks may be taken under ours.
   host_.release_pool_cache();
@@ -852,8 +871,7 @@ bool iteration_plan::plan_in_new_arena(const std::vector<cyclic_lifetime>& lifet
   return true;
 }
 
-bool iteration_plan::plan_beside_runs(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
-                                      std::size_t arena, std::vector<std::size_t>& offsets,
+bool iteration_plan::plan_beside_runs(std::size_t peak, std::size_t arena, std::vector<std::size_t>& offsets,
                                       const offset_planner& planner) {
   const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
   if (lent.empty()) return false;
@@ -867,7 +885,6 @@ bool iteration_plan::plan_beside_runs(const std::vector<cyclic_lifetime>& lifeti
     // the kept runs and the new range reserve no more than the slack above the period's peak,
     // or than the arena alone would. The new range holds what the runs do not, never more than
     // the arena alone. Both only grow as blocks are placed, so placing stops once past either.
-    const std::size_t peak = peak_live_bytes(lifetimes, period, &switch_scratch_);
     const std::size_t most = std::max(arena, peak + host_.slack_beside(peak));
     std::vector<bool> used(lent.size(), false);
     std::size_t kept = 0;
@@ -899,41 +916,55 @@ bool iteration_plan::plan_beside_runs(const std::vector<cyclic_lifetime>& lifeti
 
 bool iteration_plan::map_beside_kept(std::size_t beside) {
   bool mapped = false;
-  if (device_may_hold(beside)) {  // else the pools keep their cache
-    try {
+  try {
+    if (device_may_hold(beside)) {  // else the pools keep their cache
       host_.release_pool_cache();
       mapped = beside == 0 || map_arena(beside);
-    } catch (...) {
-      give_back_lent();
-      throw;
     }
+  } catch (...) {
+    give_back_lent();
+    throw;
   }
   if (!mapped) give_back_lent();
   return mapped;
 }
 
-bool iteration_plan::plan_top_in_a_run(const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period,
+bool iteration_plan::plan_top_in_a_run(const std::vector<cyclic_lifetime>& lifetimes, std::size_t peak,
                                        std::size_t arena, const offset_plan& plan, std::vector<std::size_t>& offsets) {
   // Runs too large for the plan's top are the planner's to use (plan_beside_runs); of the rest,
   // the smallest few are tried, smallest first: the bytes a run holds above the cut are bytes
   // the new range does not map, and one run kept is one unmap fewer.
   constexpr std::size_t runs_tried = 4;
-  const std::size_t peak = peak_live_bytes(lifetimes, period, &switch_scratch_);
   const std::size_t most = std::max(arena, peak + host_.slack_beside(peak));
   const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
-  const std::vector<std::size_t> ends = range_ends(lent);
   std::size_t kept = lent.size();
   std::size_t cut = 0;
+  offset_plan split;
+  std::vector<std::size_t> ends;
   try {
-    std::size_t tried = 0;
-    for (std::size_t k = lent.size(); k-- > 0 && tried < runs_tried && kept == lent.size();) {
-      const std::size_t run = lent[k].bytes;
-      if (run >= plan.footprint) break;  // the rest are larger still
-      ++tried;
-      const std::size_t c = lowest_cut(lifetimes, plan.offsets, plan.footprint - run, &switch_scratch_);
-      if (c < plan.footprint && c > 0 && round_up(c, granularity_) + run <= most) {
-        kept = k;
-        cut = c;
+    ends = range_ends(lent);
+    std::size_t first_tried = lent.size();  // the runs tried: [first_tried, lent.size())
+    while (first_tried > 0 && lent.size() - first_tried < runs_tried && lent[first_tried - 1].bytes < plan.footprint) {
+      --first_tried;
+    }
+    if (first_tried < lent.size()) {
+      const plan_cuts cuts(lifetimes, plan.offsets, plan.footprint - lent[first_tried].bytes, &switch_scratch_);
+      for (std::size_t k = lent.size(); k-- > first_tried && kept == lent.size();) {
+        const std::size_t c = cuts.lowest_from(plan.footprint - lent[k].bytes);
+        // A range as large as the arena alone would save no bytes for the run it keeps.
+        const std::size_t beside = round_up(c, granularity_);
+        if (c < plan.footprint && beside < arena && beside + lent[k].bytes <= most) {
+          kept = k;
+          cut = c;
+        }
+      }
+    }
+    if (kept != lent.size()) {
+      // The blocks above the cut into the run kept, those below into the range mapped after the
+      // runs.
+      split = {plan.offsets, plan.footprint};
+      for (std::size_t& offset : split.offsets) {
+        offset = offset >= cut ? ends[kept] - lent[kept].bytes + (offset - cut) : ends.back() + offset;
       }
     }
   } catch (...) {
@@ -943,11 +974,6 @@ bool iteration_plan::plan_top_in_a_run(const std::vector<cyclic_lifetime>& lifet
   if (kept == lent.size()) {
     take_back_untouched(lent);
     return false;
-  }
-  // The blocks above the cut into the run kept, those below into the range mapped after the runs.
-  offset_plan split{plan.offsets, plan.footprint};
-  for (std::size_t& offset : split.offsets) {
-    offset = offset >= cut ? ends[kept] - lent[kept].bytes + (offset - cut) : ends.back() + offset;
   }
   keep_used_ranges(lent, ends, &split);
   if (!map_beside_kept(round_up(cut, granularity_))) return false;

@@ -101,7 +101,6 @@ void repeat_detector::restart() {
   ready_ = false;
   next_ = 0;
   turn_again_ = 0;
-  later_turn_ = 0;
   turn_taken_ = 0;
 }
 
@@ -169,15 +168,9 @@ bool repeat_detector::may_propose(std::uint64_t period) const {
 }
 
 void repeat_detector::follow_turn_again(std::uint64_t latest) {
-  const auto goes_on = [&](std::uint64_t from) { return at(latest).same(at(first_ + (latest - from))); };
-  if (turn_again_ != 0 && !goes_on(turn_again_)) turn_again_ = 0;
-  if (later_turn_ != 0 && !goes_on(later_turn_)) later_turn_ = 0;
-  if (turn_again_ == 0) turn_again_ = std::exchange(later_turn_, 0);
-  if (live_bytes_ != 0 || latest == first_) return;
-  // A return of live bytes inside the turn followed is followed too, in case that one fails:
-  // a turn that ends as it begins (the same requests around a free of everything) shows its
-  // first requests again just before its end.
-  (turn_again_ == 0 ? turn_again_ : later_turn_) = latest + 1;
+  if (turn_again_ != 0 && !at(latest).same(at(first_ + (latest - turn_again_)))) turn_again_ = 0;
+  // A candidate still followed is kept: a later return of live bytes inside it is its own.
+  if (turn_again_ == 0 && live_bytes_ == 0 && latest != first_) turn_again_ = latest + 1;
 }
 
 std::uint64_t repeat_detector::turn_from(std::uint64_t from) const noexcept {
@@ -186,20 +179,14 @@ std::uint64_t repeat_detector::turn_from(std::uint64_t from) const noexcept {
   return next_ - from < turn && may_propose(turn) ? turn : 0;
 }
 
-std::uint64_t repeat_detector::turn_again_length() const noexcept {
-  return std::max(turn_from(turn_again_), turn_from(later_turn_));
-}
+std::uint64_t repeat_detector::turn_again_length() const noexcept { return turn_from(turn_again_); }
 
 std::uint64_t repeat_detector::turn_again_at(const request& next) const noexcept {
-  for (const std::uint64_t from : {turn_again_, later_turn_}) {
-    if (turn_from(from) != 0 && request_of(at(first_ + (next_ - from))) == next) return from;
-  }
-  return 0;
+  return turn_from(turn_again_) != 0 && request_of(at(first_ + (next_ - turn_again_))) == next ? turn_again_ : 0;
 }
 
 repeating_period repeat_detector::take_turn_again(std::uint64_t from) {
-  SS_EXPECTS(from != 0 && (from == turn_again_ || from == later_turn_), "take_turn_again: ", from,
-             " is no turn being followed");
+  SS_EXPECTS(from != 0 && from == turn_again_, "take_turn_again: ", from, " is no turn being followed");
   turn_taken_ = from;
   // cut_period reads the length from period_: put back even when the copy runs out of memory.
   struct restored {

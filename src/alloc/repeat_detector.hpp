@@ -86,13 +86,16 @@ class repeat_detector {
   /// first ones, as `next` does the one after them (a loop that began where the log did, come
   /// round again before a window of it could be seen again); 0 when they do not, while a period
   /// is being confirmed, when the turn is too short to be proposed, or when another turn of this
-  /// log was taken already (a workload whose turns only begin alike is offered one, not each).
+  /// log was taken already (a workload whose turns only begin alike is offered one, not each; so
+  /// is one whose log returns to its start's live bytes inside the first turn and goes on as the
+  /// log began for a request or two: a turn that ends as it begins is taken that early, derails,
+  /// and is found by its windows in the next turn).
   [[nodiscard]] std::uint64_t turn_again_at(const request& next) const noexcept;
   /// The length of the turn turn_again_at may give next (the log's first turn, come round again
   /// as far as the requests logged since tell), 0 when none.
   [[nodiscard]] std::uint64_t turn_again_length() const noexcept;
   /// The log's first turn, up to `from` (what turn_again_at gave), as an unconfirmed period; the
-  /// confirmation of a proposal is not started. Once taken, no other turn of this log is offered.
+  /// confirmation of a proposal is not started.
   [[nodiscard]] repeating_period take_turn_again(std::uint64_t from);
   /// The period last taken was not one (the repetition ended where it seemed to begin again, as
   /// a run of identical layers does): its length is not proposed again until restart.
@@ -205,7 +208,6 @@ class repeat_detector {
   // The first request after the log's live bytes last came back to their level at its start,
   // while every request since has equalled the log's own from its start (0: none).
   std::uint64_t turn_again_ = 0;
-  std::uint64_t later_turn_ = 0;  // a later such point, followed as well while turn_again_ is
   std::uint64_t turn_taken_ = 0;  // the turn take_turn_again gave in this log (0: none)
 
 };

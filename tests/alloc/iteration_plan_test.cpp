@@ -541,7 +541,7 @@ TEST_P(PlanFixture, TurnsThatOnlyBeginLikeTheFirstStartOnePlanThatDerailsAndNoMo
   parts_->host.settled = true;
   std::vector<step> aside = steps;
   aside[20].bytes += 512;  // a filler, early in the turn
-  for (int turn = 0; turn < 4; ++turn) {
+  for (int turn = 0; turn < 5; ++turn) {
     const std::vector<live_block> blocks = iterate(aside);
     for (std::size_t i = 0; i < aside.size(); ++i) {
       if (aside[i].bytes != 0) EXPECT_NE(blocks[i].ptr, nullptr) << "turn " << turn << " request " << i;
@@ -551,6 +551,34 @@ TEST_P(PlanFixture, TurnsThatOnlyBeginLikeTheFirstStartOnePlanThatDerailsAndNoMo
   EXPECT_EQ(s.num_plan_activations, 1u);
   EXPECT_EQ(s.num_plan_derailments, 1u);
   EXPECT_EQ(s.allocated_bytes.current, 0);
+}
+
+TEST_P(PlanFixture, ATurnThatEndsAsItBeginsCostsOneDerailmentAndIsFoundByItsWindows) {
+  // Each turn begins and ends with a 4 KiB block allocated and freed on a, all else freed
+  // between (so do the fillers, one of which is 4 KiB too). Such a return to the log's start,
+  // followed by its first request, is taken for the turn beginning again: the plan taken there
+  // derails a request or two later, and no other turn of the log is offered. The loop's period
+  // is then found by its windows in the second turn, and the third is the plan's.
+  std::vector<step> steps{{4096, 0, 0}, {0, 0, 0}};
+  for (step s : late_then_a()) {
+    if (s.bytes == 0) s.frees += 2;
+    steps.push_back(s);
+  }
+  steps.push_back({4096, 0, 0});
+  steps.push_back({0, 0, steps.size() - 1});
+  (void)iterate(steps, [this](std::size_t request, bool /*before_free*/) {
+    if (request == 10) parts_->host.pool_moves = 1;  // the pools moved memory in the first turn
+  });
+  parts_->host.settled = true;
+  iterate(steps);
+  iterate(steps);
+  const std::vector<live_block> third = iterate(steps);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].bytes != 0) EXPECT_TRUE(third[i].planned) << "request " << i;
+  }
+  const allocator_stats s = plan_stats();
+  EXPECT_EQ(s.num_plan_derailments, 1u) << "one turn offered per log";
+  EXPECT_EQ(s.num_plan_activations, 2u);
 }
 
 TEST_P(PlanFixture, ALoopWhosePlanThePoolsFreeRunsHoldIsServedInTheirMemoryFromItsSecondTurn) {
@@ -721,10 +749,7 @@ TEST_P(PlanFixture, ALoopWhosePlanTopFitsASmallRunKeepsItMapsOnlyTheRestAndWaits
   ASSERT_TRUE(second[first].planned);
   EXPECT_FALSE(in(second[first], small, 4 * mib) || in(second[first], large, 7 * mib)) << "late's in the range mapped";
   EXPECT_EQ(parts_->host.reserved, static_cast<std::int64_t>(4 * mib)) << "mapped only what the run does not hold";
-  EXPECT_EQ(plan_stats().plan_arena_bytes, 8 * mib);
-  EXPECT_TRUE(std::any_of(parts_->host.taken_back.begin(), parts_->host.taken_back.end(),
-                          [&](const auto& r) { return r.range.address == large; }))
-      << "the large run went back";
+  EXPECT_EQ(plan_stats().plan_arena_bytes, 8 * mib) << "the small run and the range mapped";
   iterate(steps);
   EXPECT_EQ(plan_stats().num_plan_derailments, 0u);
   EXPECT_EQ(plan_stats().num_plan_activations, 1u);
