@@ -369,7 +369,7 @@ void iteration_plan::offer_turn_again(const request& next) {
   // Only where the pools moved memory while the log was kept (they may again in every turn
   // confirmed).
   const std::uint64_t turn = detector_.turn_again_at(next);
-  if (turn == 0 || !unused() || host_.host_syncs() == syncs_at_log_start_ || waits_after_judging(turn)) return;
+  if (turn == 0 || !unused() || !pools_moved_memory() || waits_after_judging(turn)) return;
   // Judged again once at most (waits_after_judging): a turn that could not begin when the
   // pools called the device (no room for its arena) waits for its confirmation, rather than
   // being copied and planned again at every call.
@@ -394,7 +394,7 @@ std::uint64_t iteration_plan::coming_switch() const noexcept {
   if (const std::uint64_t proposed = detector_.proposed_length(); proposed != 0) return proposed;
   // A turn offer_turn_again may be offered: its switch may come at the next request.
   const std::uint64_t turn = detector_.turn_again_length();
-  return turn != 0 && unused() && host_.host_syncs() != syncs_at_log_start_ ? turn : 0;
+  return turn != 0 && unused() && pools_moved_memory() ? turn : 0;
 }
 
 bool iteration_plan::waits_after_judging(std::uint64_t turn) const {
@@ -571,7 +571,7 @@ iteration_plan::planned_blocks iteration_plan::blocks_of(const repeating_period&
 
 iteration_plan::unconfirmed_start iteration_plan::serve_unconfirmed(const repeating_period& period,
                                                                     std::unique_ptr<period_planning>& planning) {
-  if (host_.host_syncs() == syncs_at_log_start_) return unconfirmed_start::wait;  // pools that only grew hold still
+  if (!pools_moved_memory()) return unconfirmed_start::wait;
   // Pools that called the device again in this turn's first requests did not keep last turn's
   // layout: every turn waited would call again, where a plan (in their runs or an arena) calls a
   // few times once.

@@ -173,28 +173,22 @@ void repeat_detector::follow_turn_again(std::uint64_t latest) {
   if (turn_again_ == 0 && live_bytes_ == 0 && latest != first_) turn_again_ = latest + 1;
 }
 
-std::uint64_t repeat_detector::turn_from(std::uint64_t from) const noexcept {
-  if (from == 0 || period_ != 0 || (turn_taken_ != 0 && turn_taken_ != from)) return 0;
-  const std::uint64_t turn = from - first_;
-  return next_ - from < turn && may_propose(turn) ? turn : 0;
+std::uint64_t repeat_detector::offered_turn_length() const noexcept {
+  if (turn_again_ == 0 || period_ != 0 || (turn_taken_ != 0 && turn_taken_ != turn_again_)) return 0;
+  const std::uint64_t turn = turn_again_ - first_;
+  return next_ - turn_again_ < turn && may_propose(turn) ? turn : 0;
 }
 
-std::uint64_t repeat_detector::turn_again_length() const noexcept { return turn_from(turn_again_); }
+std::uint64_t repeat_detector::turn_again_length() const noexcept { return offered_turn_length(); }
 
 std::uint64_t repeat_detector::turn_again_at(const request& next) const noexcept {
-  return turn_from(turn_again_) != 0 && request_of(at(first_ + (next_ - turn_again_))) == next ? turn_again_ : 0;
+  return offered_turn_length() != 0 && request_of(at(first_ + (next_ - turn_again_))) == next ? turn_again_ : 0;
 }
 
 repeating_period repeat_detector::take_turn_again(std::uint64_t from) {
   SS_EXPECTS(from != 0 && from == turn_again_, "take_turn_again: ", from, " is no turn being followed");
   turn_taken_ = from;
-  // cut_period reads the length from period_: put back even when the copy runs out of memory.
-  struct restored {
-    std::uint64_t& period;
-    std::uint64_t saved;
-    ~restored() { period = saved; }
-  } const keep{period_, std::exchange(period_, from - first_)};
-  return cut_unconfirmed(from - 1);
+  return cut_unconfirmed(from - 1, from - first_);
 }
 
 std::int64_t repeat_detector::live_delta(std::uint64_t sequence) const {
@@ -250,35 +244,36 @@ void repeat_detector::confirm(std::uint64_t latest) {
   if (latest == start_at_) ready_ = true;
 }
 
-std::uint64_t repeat_detector::instance_with_lifetime(std::uint64_t sequence, std::int64_t other) const {
+std::uint64_t repeat_detector::instance_with_lifetime(std::uint64_t sequence, std::uint64_t length,
+                                                      std::int64_t other) const {
   for (const std::uint64_t instance : {sequence, sequence + static_cast<std::uint64_t>(other)}) {
     if (!logged_here(instance)) continue;
     const std::uint64_t after = at(instance).freed_after;
-    if (after != 0 && after < period_) return instance;
+    if (after != 0 && after < length) return instance;
   }
   return 0;
 }
 
-repeating_period repeat_detector::cut_period(std::uint64_t last, std::int64_t other) {
+repeating_period repeat_detector::cut_period(std::uint64_t last, std::uint64_t length, std::int64_t other) const {
   repeating_period out;
-  const std::uint64_t first = last + 1 - period_;
-  out.requests.reserve(period_);
-  out.lifetimes.reserve(period_);
-  out.addresses.reserve(period_);
+  const std::uint64_t first = last + 1 - length;
+  out.requests.reserve(length);
+  out.lifetimes.reserve(length);
+  out.addresses.reserve(length);
   for (std::uint64_t s = first; s <= last; ++s) {
     out.requests.push_back(request_of(at(s)));
-    const std::uint64_t instance = at(s).kind == request_kind::alloc ? instance_with_lifetime(s, other) : 0;
+    const std::uint64_t instance = at(s).kind == request_kind::alloc ? instance_with_lifetime(s, length, other) : 0;
     out.lifetimes.push_back(instance == 0 ? 0 : at(instance).freed_after);
     out.addresses.push_back(instance == 0 ? 0 : at(instance).other);
   }
-  out.device_calls = calls_at(last) - calls_at(last - period_);
+  out.device_calls = calls_at(last) - calls_at(last - length);
   out.first_sequence = last + 1;
   return out;
 }
 
 std::optional<repeating_period> repeat_detector::take_period() {
   if (!ready_) return std::nullopt;
-  repeating_period out = cut_period(start_at_, -static_cast<std::int64_t>(period_));
+  repeating_period out = cut_period(start_at_, period_, -static_cast<std::int64_t>(period_));
   ready_ = false;
   return out;
 }
@@ -286,11 +281,11 @@ std::optional<repeating_period> repeat_detector::take_period() {
 std::optional<repeating_period> repeat_detector::take_unconfirmed_period() {
   if (period_ == 0 || unconfirmed_at_ == 0) return std::nullopt;
   // The turn freed every block it allocated: each lifetime is its own instance's.
-  return cut_unconfirmed(std::exchange(unconfirmed_at_, 0));
+  return cut_unconfirmed(std::exchange(unconfirmed_at_, 0), period_);
 }
 
-repeating_period repeat_detector::cut_unconfirmed(std::uint64_t turn_end) {
-  repeating_period out = cut_period(turn_end, 0);
+repeating_period repeat_detector::cut_unconfirmed(std::uint64_t turn_end, std::uint64_t length) const {
+  repeating_period out = cut_period(turn_end, length, 0);
   out.unconfirmed = true;
   out.device_calls_at_turn_start = calls_at(turn_end + 1);
   return out;

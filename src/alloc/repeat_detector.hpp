@@ -166,19 +166,21 @@ class repeat_detector {
   [[nodiscard]] bool logged_here(std::uint64_t sequence) const noexcept {
     return sequence >= first_ && sequence < next_;
   }
-  /// The period of requests (last - period_, last], each alloc's lifetime from its own instance
+  /// The period of requests (last - length, last], each alloc's lifetime from its own instance
   /// or the one `other` requests later (a period before or after).
-  [[nodiscard]] repeating_period cut_period(std::uint64_t last, std::int64_t other);
-  /// cut_period of a turn that freed every block it allocated and ended at `turn_end`, unconfirmed.
-  [[nodiscard]] repeating_period cut_unconfirmed(std::uint64_t turn_end);
+  [[nodiscard]] repeating_period cut_period(std::uint64_t last, std::uint64_t length, std::int64_t other) const;
+  /// cut_period of a turn of `length` that freed every block it allocated and ended at
+  /// `turn_end`, unconfirmed.
+  [[nodiscard]] repeating_period cut_unconfirmed(std::uint64_t turn_end, std::uint64_t length) const;
   /// Keeps turn_again_ up to date with request `latest`, just logged.
   void follow_turn_again(std::uint64_t latest);
-  /// The length of the turn that began again at `from`, if it may still be offered; else 0.
-  [[nodiscard]] std::uint64_t turn_from(std::uint64_t from) const noexcept;
+  /// The length of the turn being followed (turn_again_), if it may still be offered; else 0.
+  [[nodiscard]] std::uint64_t offered_turn_length() const noexcept;
   [[nodiscard]] bool may_propose(std::uint64_t period) const;
   /// The instance of the alloc at `sequence`, or of the one `other` requests later, whose free
-  /// came within the period (0: neither's did).
-  [[nodiscard]] std::uint64_t instance_with_lifetime(std::uint64_t sequence, std::int64_t other) const;
+  /// came within `length` requests (0: neither's did).
+  [[nodiscard]] std::uint64_t instance_with_lifetime(std::uint64_t sequence, std::uint64_t length,
+                                                     std::int64_t other) const;
 
   std::size_t capacity_;
   huge_page_array<logged> log_;
@@ -209,7 +211,6 @@ class repeat_detector {
   // while every request since has equalled the log's own from its start (0: none).
   std::uint64_t turn_again_ = 0;
   std::uint64_t turn_taken_ = 0;  // the turn take_turn_again gave in this log (0: none)
-
 };
 
 }  // namespace streamsafe::detail
