@@ -442,8 +442,8 @@ class iteration_plan {
   /// live_index for deallocate, trying first the block whose free the plan expects next.
   [[nodiscard]] std::size_t freed_index(const void* ptr) const;
   [[nodiscard]] bool unused() const noexcept { return counters_.blocks == 0; }
-  /// Whether the pools synchronized the host (moved memory) since the detector's log began:
-  /// pools that only grew hold still, and may keep a turn as it was.
+  /// Whether the allocator synchronized the host since the detector's log began (a pool that
+  /// moves memory makes one): pools that only grew hold still, and may keep a turn as it was.
   [[nodiscard]] bool pools_moved_memory() const { return host_.host_syncs() != syncs_at_log_start_; }
   [[nodiscard]] std::vector<StreamImpl*> arena_users() const;
   /// Orders `stream` after `waits` on the device (unlocked); on failure the block is free again.
