@@ -860,9 +860,12 @@ bool iteration_plan::plan_in_new_arena(const std::vector<cyclic_lifetime>& lifet
                                        std::vector<std::size_t>& offsets, std::optional<offset_planner>& planner) {
   offset_plan plan = planned(planner, lifetimes, period).plan();
   const std::size_t arena = round_up(plan.footprint, granularity_);
+  // Runs kept and a range mapped beside them reserve no more than the slack above the period's
+  // peak, or than the arena alone would.
   const std::size_t peak = peak_live_bytes(lifetimes, period, &switch_scratch_);
-  if (plan_beside_runs(peak, arena, offsets, *planner)) return true;
-  if (plan_top_in_a_run(lifetimes, peak, arena, plan, offsets)) return true;
+  const std::size_t most = std::max(arena, peak + host_.slack_beside(peak));
+  if (plan_beside_runs(most, arena, offsets, *planner)) return true;
+  if (plan_top_in_a_run(lifetimes, most, arena, plan, offsets)) return true;
   if (!device_may_hold(arena)) return false;  // the pools keep their cache
   // The pools never call into the plan, so their locks may be taken under ours.
   host_.release_pool_cache();
@@ -871,7 +874,7 @@ bool iteration_plan::plan_in_new_arena(const std::vector<cyclic_lifetime>& lifet
   return true;
 }
 
-bool iteration_plan::plan_beside_runs(std::size_t peak, std::size_t arena, std::vector<std::size_t>& offsets,
+bool iteration_plan::plan_beside_runs(std::size_t most, std::size_t arena, std::vector<std::size_t>& offsets,
                                       const offset_planner& planner) {
   const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
   if (lent.empty()) return false;
@@ -882,10 +885,9 @@ bool iteration_plan::plan_beside_runs(std::size_t peak, std::size_t arena, std::
   bool worth = false;
   try {
     // The runs the plan uses stay mapped and only the rest of the pools' cache goes back, when
-    // the kept runs and the new range reserve no more than the slack above the period's peak,
-    // or than the arena alone would. The new range holds what the runs do not, never more than
-    // the arena alone. Both only grow as blocks are placed, so placing stops once past either.
-    const std::size_t most = std::max(arena, peak + host_.slack_beside(peak));
+    // the kept runs and the new range reserve no more than `most`. The new range holds what the
+    // runs do not, never more than the arena alone. Both only grow as blocks are placed, so
+    // placing stops once past either.
     std::vector<bool> used(lent.size(), false);
     std::size_t kept = 0;
     std::size_t top = 0;
@@ -929,13 +931,12 @@ bool iteration_plan::map_beside_kept(std::size_t beside) {
   return mapped;
 }
 
-bool iteration_plan::plan_top_in_a_run(const std::vector<cyclic_lifetime>& lifetimes, std::size_t peak,
+bool iteration_plan::plan_top_in_a_run(const std::vector<cyclic_lifetime>& lifetimes, std::size_t most,
                                        std::size_t arena, const offset_plan& plan, std::vector<std::size_t>& offsets) {
   // Runs too large for the plan's top are the planner's to use (plan_beside_runs); of the rest,
   // the smallest few are tried, smallest first: the bytes a run holds above the cut are bytes
   // the new range does not map, and one run kept is one unmap fewer.
   constexpr std::size_t runs_tried = 4;
-  const std::size_t most = std::max(arena, peak + host_.slack_beside(peak));
   const std::vector<lent_range> lent = host_.lend_free_memory(max_ranges);
   std::size_t kept = lent.size();
   std::size_t cut = 0;

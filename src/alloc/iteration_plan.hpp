@@ -348,22 +348,22 @@ class iteration_plan {
   [[nodiscard]] const offset_planner& planned(std::optional<offset_planner>& planner,
                                               const std::vector<cyclic_lifetime>& lifetimes, std::uint64_t period);
   /// Plans the planner's blocks over the pools' free runs and a range mapped beside them for what
-  /// they do not hold, when that reserves no more than the slack above the period's `peak` live
-  /// bytes or than an `arena` of their own would; false, the runs given back, when not (or the
-  /// range could not be mapped).
-  [[nodiscard]] bool plan_beside_runs(std::size_t peak, std::size_t arena, std::vector<std::size_t>& offsets,
+  /// they do not hold, when that reserves no more than `most` bytes (the slack above the period's
+  /// peak live bytes, or an `arena` of their own, whichever is more); false, the runs given back,
+  /// when not (or the range could not be mapped).
+  [[nodiscard]] bool plan_beside_runs(std::size_t most, std::size_t arena, std::vector<std::size_t>& offsets,
                                       const offset_planner& planner);
   /// With the runs the plan keeps in ranges_: the rest of the pools' cache goes back and
   /// `beside` bytes are mapped after the runs; false, the kept runs given back, when the device
   /// has no room for them (or the mapping failed).
   [[nodiscard]] bool map_beside_kept(std::size_t beside);
   /// Plans the arena's `plan` of `lifetimes` over one of the pools' runs and a new range smaller
-  /// than the `arena`, when the two reserve no more than it or the slack above the period's
-  /// `peak` live bytes: the plan is cut at an offset no block crosses, the blocks above the cut go
+  /// than the `arena`, when the two reserve no more than `most` bytes (as plan_beside_runs):
+  /// the plan is cut at an offset no block crosses, the blocks above the cut go
   /// into the smallest run that holds them (which the pools then keep mapped, one unmap fewer)
   /// and the rest into a range mapped for them. False, the runs given back, when no run takes the
   /// top (or the range could not be mapped).
-  [[nodiscard]] bool plan_top_in_a_run(const std::vector<cyclic_lifetime>& lifetimes, std::size_t peak,
+  [[nodiscard]] bool plan_top_in_a_run(const std::vector<cyclic_lifetime>& lifetimes, std::size_t most,
                                        std::size_t arena, const offset_plan& plan, std::vector<std::size_t>& offsets);
   /// Whether the device's free memory, with the pools' cache given back, may hold a new range of
   /// `bytes` (no answer from the device: true).

@@ -173,16 +173,14 @@ void repeat_detector::follow_turn_again(std::uint64_t latest) {
   if (turn_again_ == 0 && live_bytes_ == 0 && latest != first_) turn_again_ = latest + 1;
 }
 
-std::uint64_t repeat_detector::offered_turn_length() const noexcept {
+std::uint64_t repeat_detector::turn_again_length() const noexcept {
   if (turn_again_ == 0 || period_ != 0 || (turn_taken_ != 0 && turn_taken_ != turn_again_)) return 0;
   const std::uint64_t turn = turn_again_ - first_;
   return next_ - turn_again_ < turn && may_propose(turn) ? turn : 0;
 }
 
-std::uint64_t repeat_detector::turn_again_length() const noexcept { return offered_turn_length(); }
-
 std::uint64_t repeat_detector::turn_again_at(const request& next) const noexcept {
-  return offered_turn_length() != 0 && request_of(at(first_ + (next_ - turn_again_))) == next ? turn_again_ : 0;
+  return turn_again_length() != 0 && request_of(at(first_ + (next_ - turn_again_))) == next ? turn_again_ : 0;
 }
 
 repeating_period repeat_detector::take_turn_again(std::uint64_t from) {

@@ -174,8 +174,6 @@ class repeat_detector {
   [[nodiscard]] repeating_period cut_unconfirmed(std::uint64_t turn_end, std::uint64_t length) const;
   /// Keeps turn_again_ up to date with request `latest`, just logged.
   void follow_turn_again(std::uint64_t latest);
-  /// The length of the turn being followed (turn_again_), if it may still be offered; else 0.
-  [[nodiscard]] std::uint64_t offered_turn_length() const noexcept;
   [[nodiscard]] bool may_propose(std::uint64_t period) const;
   /// The instance of the alloc at `sequence`, or of the one `other` requests later, whose free
   /// came within `length` requests (0: neither's did).
